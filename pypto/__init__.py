@@ -1,0 +1,27 @@
+"""PyPTO: tensor operators written once as Halide algorithms, with schedules kept apart as data.
+
+    >>> import numpy as np, pypto
+    >>> x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> pypto.ops.softmax(x, axis=-1).shape
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+from . import ops
+from .compiler.targets import target
+from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, InputError,
+                     OpDefinitionError, ParamError, PyptoError, ScheduleError, ShapeError,
+                     StaleScheduleError, TargetError, UnknownOpError)
+from .ops import Op, Param, get_op, list_ops, op
+from .schedule.directives import Directive
+from .schedule.schedule import Schedule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",
+    "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
+    "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__", "get_op",
+    "list_ops", "op", "ops", "target",
+]

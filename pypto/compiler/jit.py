@@ -1,0 +1,120 @@
+"""JIT compilation: op + dtypes + params + schedule + target -> a callable, cached in memory."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import halide as hl
+
+from ..errors import CompileError, ScheduleError
+from ..schedule.apply import apply_schedule
+from ..schedule.defaults import default_schedule
+from ..schedule.schedule import Schedule
+from . import targets
+from .lower import Built, build, fingerprint
+
+
+@dataclasses.dataclass
+class Kernel:
+    """A compiled pipeline ready to run, and how it was made."""
+
+    op: Any
+    callable: Any
+    out_dtypes: tuple[str, ...]
+    schedule: Schedule
+    fingerprint: str
+    target: str
+    source: str  # where the schedule came from: "default", "database: <file>", "given"
+    python: list[str]  # the schedule as Halide Python
+
+
+_lock = threading.Lock()
+_compiled: dict[tuple, Kernel] = {}   # (op, dtypes, params, schedule hash, target) -> Kernel
+_selected: dict[tuple, Kernel] = {}   # (op, dtypes, params, dims, target) -> Kernel
+
+
+def _params_key(params: Mapping[str, Any]) -> tuple:
+    return tuple(sorted(params.items()))
+
+
+def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source: str,
+                  fp: str | None = None) -> Kernel:
+    """Applies ``schedule`` to ``built`` and JIT-compiles it for ``target``."""
+    op = built.op
+    fp = fp or fingerprint(built)
+    if schedule.fingerprint is not None and schedule.fingerprint != fp:
+        from ..errors import StaleScheduleError
+
+        raise StaleScheduleError(
+            f"op {op.name!r}: the schedule was made for algorithm fingerprint "
+            f"{schedule.fingerprint}, but the op's algorithm now has {fp}; re-tune it "
+            f"(`pypto tune {op.name}`) or drop it (`pypto db prune`)")
+    python = apply_schedule(built, schedule)
+    try:
+        fn = built.pipeline.compile_to_callable(built.images, target)
+    except hl.HalideError as e:
+        msg = str(e).strip().replace("\n", " ")
+        raise CompileError(f"op {op.name!r}: Halide could not compile the pipeline with the "
+                           f"{source} schedule for {target}: {msg}") from None
+    return Kernel(op=op, callable=fn, out_dtypes=built.out_dtypes, schedule=schedule,
+                  fingerprint=fp, target=str(target), source=source, python=python)
+
+
+def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Mapping[str, int],
+               *, schedule: Schedule | None = None, target: hl.Target | None = None) -> Kernel:
+    """The compiled kernel for a call, from the in-memory cache when possible.
+
+    Without an explicit ``schedule`` the schedule database is consulted, then the default.
+    """
+    target = target or targets.current()
+    tkey = str(target)
+    pkey = _params_key(params)
+    skey = (op.name, id(op), dtypes, pkey, tuple(sorted(dims.items())), tkey)
+    if schedule is None:
+        k = _selected.get(skey)
+        if k is not None:
+            return k
+    built = build(op, dtypes, params)
+    fp = fingerprint(built)
+    source = "given"
+    if schedule is None:
+        schedule, source = _choose(op, built, fp, dtypes, params, dims, target)
+    ckey = (op.name, id(op), fp, dtypes, pkey, schedule.hash, tkey)
+    with _lock:
+        k = _compiled.get(ckey)
+    if k is None:
+        try:
+            k = compile_built(built, schedule, target, source=source, fp=fp)
+        except ScheduleError:
+            if source == "default":
+                raise
+            # A stored schedule that no longer applies must not break the call: fall back.
+            built = build(op, dtypes, params)
+            schedule = default_schedule(built, dims, target)
+            k = compile_built(built, schedule, target, source="default (stored one failed)", fp=fp)
+        with _lock:
+            _compiled[ckey] = k
+    if source != "given":
+        _selected[skey] = k
+    return k
+
+
+def _choose(op, built, fp, dtypes, params, dims, target) -> tuple[Schedule, str]:
+    try:
+        from ..database.lookup import lookup
+    except ImportError:  # the database layer is optional at this level
+        lookup = None
+    if lookup is not None:
+        found = lookup(op, fp, dtypes, params, dims, target)
+        if found is not None:
+            return found.schedule, found.source
+    return default_schedule(built, dims, target), "default"
+
+
+def clear_memory_cache() -> None:
+    with _lock:
+        _compiled.clear()
+        _selected.clear()

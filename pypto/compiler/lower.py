@@ -1,0 +1,140 @@
+"""Building an op's Halide pipeline for concrete dtypes and parameters, and fingerprinting it."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import halide as hl
+
+from ..dtypes import halide_type, numpy_name
+from ..errors import OpDefinitionError
+from ..ops._op import Dims, Op
+
+
+@dataclasses.dataclass
+class FuncInfo:
+    """What a schedule may name in one Func: its pure vars and, per update, its RVars."""
+
+    name: str
+    func: Any  # hl.Func
+    args: tuple[str, ...]          # pure vars, innermost first
+    updates: tuple[tuple[str, ...], ...]  # RVar names of each update definition
+    update_args: tuple[tuple[str, ...], ...]  # pure var names appearing in each update's LHS
+    is_output: bool
+    is_input: bool
+    type: str
+
+
+@dataclasses.dataclass
+class Built:
+    """A freshly built pipeline: its ImageParams, output Funcs, and every Func by name."""
+
+    op: Op
+    dtypes: tuple[str, ...]
+    params: dict[str, Any]
+    images: list[Any]
+    outputs: tuple[Any, ...]
+    pipeline: Any
+    funcs: dict[str, FuncInfo]
+
+    @property
+    def out_dtypes(self) -> tuple[str, ...]:
+        return tuple(numpy_name(f.type()) for f in self.outputs)
+
+
+def _var_names(exprs) -> tuple[str, ...]:
+    names = []
+    for e in exprs:
+        m = re.search(r": (.*)>$", str(e))
+        s = m.group(1) if m else str(e)
+        if re.fullmatch(r"[A-Za-z_][\w.$]*", s):
+            names.append(s)
+    return tuple(names)
+
+
+def base_name(name: str) -> str:
+    """A Func's name without the ``$N`` suffix Halide adds to keep names unique in a process."""
+    return re.sub(r"\$\d+$", "", name)
+
+
+def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
+    """Runs the op's algorithm on fresh ImageParams and collects its Funcs."""
+    images = [hl.ImageParam(halide_type(dt), spec.rank, spec.name)
+              for spec, dt in zip(op.inputs, dtypes)]
+    exprs: dict[str, Any] = {}
+    for spec, im in zip(op.inputs, images):
+        for axis, d in enumerate(spec.dims):
+            exprs.setdefault(d, im.dim(spec.rank - 1 - axis).extent())
+    try:
+        outputs = op.build(images, params, Dims(exprs))
+    except hl.HalideError as e:
+        raise OpDefinitionError(f"op {op.name!r}: the algorithm failed to build: {e}") from None
+    for spec, f in zip(op.outputs, outputs):
+        want = tuple(d.lower() for d in reversed(spec.dims))
+        got = tuple(a.name() for a in f.args())
+        if got != want:
+            raise OpDefinitionError(
+                f"op {op.name!r}: output {spec.name!r} must be defined over Vars {want} "
+                f"(the dims {spec.dims} in lower case, innermost first), got {got}")
+    pipeline = hl.Pipeline(list(outputs))
+    out_names = {f.name() for f in outputs}
+    in_names = {im.name() for im in images}
+    funcs: dict[str, FuncInfo] = {}
+    i = 0
+    while True:
+        try:
+            f = pipeline.get_func(i)
+        except hl.HalideError:
+            break
+        i += 1
+        real = f.name()
+        name = base_name(real)
+        is_input = name in in_names or name.endswith("_im") and name[:-3] in in_names
+        if name in funcs:
+            raise OpDefinitionError(f"op {op.name!r}: two Funcs are named {name!r}; name every Func")
+        n_up = f.num_update_definitions() if not is_input else 0
+        updates, uargs = [], []
+        for u in range(n_up):
+            updates.append(tuple(r.name() for r in f.rvars(u)))
+            uargs.append(_var_names(f.update_args(u)))
+        funcs[name] = FuncInfo(
+            name=name, func=f, args=tuple(a.name() for a in f.args()) if not is_input else (),
+            updates=tuple(updates), update_args=tuple(uargs), is_output=real in out_names,
+            is_input=is_input, type=numpy_name(f.type()) if f.defined() or is_input else "")
+    return Built(op=op, dtypes=tuple(dtypes), params=dict(params), images=images,
+                 outputs=outputs, pipeline=pipeline, funcs=funcs)
+
+
+_UNIQUE = re.compile(r"\$\d+")
+
+
+def fingerprint(built: Built) -> str:
+    """A stable hash of the algorithm's structure: every Func's definitions, types and names.
+
+    It is computed from the pipeline Halide holds (not the Python source), so it changes when the
+    math changes and stays put when only comments or formatting do.
+    """
+    lines = [f"op={built.op.name};in={[str(s) for s in built.op.inputs]};dtypes={built.dtypes}"]
+    for info in built.funcs.values():
+        lines.append(f"F {info.name} {info.type} in={info.is_input} out={info.is_output}")
+        if info.is_input:
+            continue
+        f = info.func
+        lines.append(f"  {info.args} = {[str(v) for v in f.values()]}")
+        for u in range(len(info.updates)):
+            vals = [str(v) for v in _update_values(f, u)]
+            lines.append(f"  U{u} {[str(a) for a in f.update_args(u)]} = {vals}")
+    text = _UNIQUE.sub("$", "\n".join(lines))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _update_values(f, u):
+    try:
+        return [f.update_value(u)]
+    except hl.HalideError:
+        t = f.update_values(u)
+        return [t[i] for i in range(t.size())] if hasattr(t, "size") else [t]

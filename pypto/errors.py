@@ -1,0 +1,64 @@
+"""The one exception hierarchy of PyPTO.
+
+Every error PyPTO raises on purpose derives from :class:`PyptoError`. Errors about a caller's
+input also derive from the built-in class a Python user would expect (``TypeError`` for a wrong
+dtype or argument type, ``ValueError`` for a wrong shape or value), so ``except ValueError`` keeps
+working around PyPTO calls.
+"""
+
+from __future__ import annotations
+
+
+class PyptoError(Exception):
+    """Base class of every error raised by PyPTO."""
+
+
+class InputError(PyptoError):
+    """A call received arguments it cannot accept."""
+
+
+class DtypeError(InputError, TypeError):
+    """An array has a dtype the op does not support."""
+
+
+class ShapeError(InputError, ValueError):
+    """An array has the wrong rank, a zero-size dimension, or dims that disagree with another input."""
+
+
+class ParamError(InputError, ValueError):
+    """A scalar parameter has an unsupported value."""
+
+
+class UnknownOpError(PyptoError, KeyError):
+    """No op of that name is registered."""
+
+    def __str__(self) -> str:  # KeyError would print the message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class OpDefinitionError(PyptoError):
+    """An op's declaration or algorithm is malformed (a bug in the op, not in the call)."""
+
+
+class ScheduleError(PyptoError, ValueError):
+    """A schedule is invalid for an op: an unknown name, a bad factor, or a directive Halide refused."""
+
+
+class StaleScheduleError(ScheduleError):
+    """A schedule was recorded for another version of an op's algorithm (fingerprint mismatch)."""
+
+
+class DatabaseError(PyptoError):
+    """A schedule database file is unreadable, corrupt, or cannot be written."""
+
+
+class CompileError(PyptoError):
+    """Halide failed to compile a pipeline; the message names the op and the stage."""
+
+
+class ExecutionError(PyptoError, RuntimeError):
+    """A compiled pipeline failed while running; the message names the op."""
+
+
+class TargetError(PyptoError, ValueError):
+    """A target name or Halide target string is unknown or cannot be used here."""

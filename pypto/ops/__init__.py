@@ -1,0 +1,42 @@
+"""The op library. Every op is ``pypto.ops.NAME(*arrays, **params)`` on NumPy arrays.
+
+Families live in one module each; importing this package registers them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ._op import Dims, Op, Param, TensorSpec, op
+from ._registry import get_op, list_ops, register
+
+FAMILIES = ("elementwise", "binary", "reduce", "norm", "linalg", "nn", "image", "quant")
+_loaded = False
+
+
+def _load_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for fam in FAMILIES:
+        try:
+            importlib.import_module(f"{__name__}.{fam}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{fam}":
+                raise
+
+
+def __getattr__(name: str):
+    if name.startswith("_"):
+        raise AttributeError(name)
+    from ..errors import UnknownOpError
+
+    try:
+        return get_op(name)
+    except UnknownOpError as e:
+        raise AttributeError(str(e)) from None
+
+
+def __dir__():
+    return sorted(set(globals()) | {o.name for o in list_ops()})

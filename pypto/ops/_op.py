@@ -1,0 +1,299 @@
+"""The op model: an op is an algorithm (Halide Funcs) with named dims, typed parameters and a NumPy
+reference. It never contains a schedule.
+
+An op is declared with :func:`op`::
+
+    @op(category="linalg",
+        inputs={"a": "M K", "b": "K N"},
+        output="M N",
+        dtypes=["float32", "float64"],
+        reference=lambda a, b: np.matmul(a, b))
+    def matmul2d(a, b, *, dims):
+        n, m = hl.Var("n"), hl.Var("m")
+        k = hl.RDom([hl.Range(0, dims.K)], "k")
+        acc = hl.Func("acc")
+        acc[n, m] = hl.cast(a.type(), 0)
+        acc[n, m] += a[k, m] * b[n, k]
+        out = hl.Func("out")
+        out[n, m] = acc[n, m]
+        return out
+
+Dims are declared in NumPy order (``"M K"``: M rows, K columns); inside the algorithm inputs are
+indexed in Halide order, innermost first (``a[k, m]``). The output Func's pure Vars are the output
+dims' names in lower case, innermost first, so that schedules can name them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..errors import OpDefinitionError, ParamError
+
+_DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    """An input or output tensor: its name and named dims in NumPy order."""
+
+    name: str
+    dims: tuple[str, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    def __str__(self) -> str:
+        return f"{self.name}: [{', '.join(self.dims)}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """A scalar parameter baked into the compiled pipeline.
+
+    Args:
+        name: keyword name.
+        kind: ``float``, ``int``, ``bool`` or ``str``.
+        default: value used when the caller omits it; ``inspect.Parameter.empty`` makes it required.
+        choices: allowed values (for ``str`` and small ``int`` sets).
+        low, high: inclusive bounds for numbers.
+        doc: one line for ``pypto ops show``.
+    """
+
+    name: str
+    kind: type
+    default: Any = inspect.Parameter.empty
+    choices: tuple | None = None
+    low: float | None = None
+    high: float | None = None
+    doc: str = ""
+
+    def coerce(self, op_name: str, value: Any) -> Any:
+        """Checks ``value`` and returns it as ``kind``; raises ParamError naming what was expected."""
+        where = f"{op_name}: parameter '{self.name}'"
+        kind = self.kind
+        if kind is bool:
+            if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+                raise ParamError(f"{where} expects a bool, got {value!r}")
+            value = bool(value)
+        elif kind is int:
+            if isinstance(value, bool) or not hasattr(value, "__index__"):
+                raise ParamError(f"{where} expects an int, got {value!r} ({type(value).__name__})")
+            value = int(value)
+        elif kind is float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(
+                value, "__float__"
+            ):
+                raise ParamError(f"{where} expects a number, got {value!r}")
+            value = float(value)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ParamError(f"{where} must be finite, got {value!r}")
+        elif kind is str:
+            if not isinstance(value, str):
+                raise ParamError(f"{where} expects a string, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ParamError(f"{where} must be one of {list(self.choices)}, got {value!r}")
+        if self.low is not None and value < self.low:
+            raise ParamError(f"{where} must be >= {self.low}, got {value!r}")
+        if self.high is not None and value > self.high:
+            raise ParamError(f"{where} must be <= {self.high}, got {value!r}")
+        return value
+
+
+def _parse_dims(text: str | Sequence[str], where: str) -> tuple[str, ...]:
+    dims = tuple(text.split()) if isinstance(text, str) else tuple(text)
+    for d in dims:
+        if not _DIM_RE.match(d):
+            raise OpDefinitionError(f"{where}: dim name {d!r} must be upper case, like 'M' or 'OH'")
+    if len(set(dims)) != len(dims):
+        raise OpDefinitionError(f"{where}: a dim is repeated in {dims}")
+    return dims
+
+
+def _specs(spec: Mapping[str, str | Sequence[str]], where: str) -> tuple[TensorSpec, ...]:
+    out = []
+    for name, dims in spec.items():
+        if not _NAME_RE.match(name):
+            raise OpDefinitionError(f"{where}: tensor name {name!r} must be lower case")
+        out.append(TensorSpec(name, _parse_dims(dims, f"{where} {name}")))
+    return tuple(out)
+
+
+class Dims:
+    """Extents of the named dims inside an algorithm: ``dims.K`` is a Halide Expr."""
+
+    def __init__(self, exprs: Mapping[str, Any]):
+        self._exprs = dict(exprs)
+
+    def __getattr__(self, name: str):
+        try:
+            return self._exprs[name]
+        except KeyError:
+            raise AttributeError(f"no input dim named {name!r}; known: {sorted(self._exprs)}") from None
+
+
+class Op:
+    """A registered op. Calling it runs the compiled pipeline on NumPy arrays.
+
+    Attributes:
+        name: registry name, also the schedule-database name.
+        category: a group such as ``"elementwise"`` or ``"nn"``.
+        inputs, outputs: the tensors with their named dims (NumPy order).
+        params: scalar parameters (compile-time constants).
+        dtypes: accepted dtype signatures, one dtype name per input.
+        reference: independent NumPy implementation with the public signature.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        category: str,
+        algorithm: Callable,
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        dtypes: Sequence[str | Sequence[str]],
+        reference: Callable,
+        params: Sequence[Param] = (),
+        derive: Callable[[dict, dict], dict] | None = None,
+        validate: Callable[[dict, dict], None] | None = None,
+        frontend: Callable | None = None,
+        kernel_reference: Callable | None = None,
+        out_dtype: Callable[[tuple[str, ...], dict], str] | None = None,
+        example: Mapping[str, int] | None = None,
+        doc: str = "",
+    ):
+        where = f"op {name!r}"
+        if not _NAME_RE.match(name):
+            raise OpDefinitionError(f"{where}: op names are lower case identifiers")
+        self.name = name
+        self.category = category
+        self.algorithm = algorithm
+        self.inputs = _specs(inputs, where)
+        self.outputs = _specs(outputs, where)
+        self.params = tuple(params)
+        self.reference = reference
+        self.derive = derive
+        self.validate = validate
+        self.frontend = frontend
+        self.kernel_reference = kernel_reference
+        self.out_dtype = out_dtype
+        self.doc = inspect.cleandoc(doc or algorithm.__doc__ or "")
+        sigs = []
+        for sig in dtypes:
+            sig = (sig,) * len(self.inputs) if isinstance(sig, str) else tuple(sig)
+            if len(sig) != len(self.inputs):
+                raise OpDefinitionError(f"{where}: dtype signature {sig} needs one dtype per input")
+            sigs.append(sig)
+        self.dtypes = tuple(sigs)
+        in_dims = {d for t in self.inputs for d in t.dims}
+        self.derived_dims = tuple(d for t in self.outputs for d in t.dims if d not in in_dims)
+        if self.derived_dims and derive is None:
+            raise OpDefinitionError(
+                f"{where}: output dims {self.derived_dims} are not input dims; give derive=")
+        self.example = dict(example) if example else None
+        self._accepts = set(inspect.signature(algorithm).parameters)
+
+    # -- declaration helpers --------------------------------------------------------------------
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """All named dims, inputs first, in declaration order."""
+        seen: list[str] = []
+        for t in self.inputs + self.outputs:
+            seen += [d for d in t.dims if d not in seen]
+        return tuple(seen)
+
+    @property
+    def input_dims(self) -> tuple[str, ...]:
+        seen: list[str] = []
+        for t in self.inputs:
+            seen += [d for d in t.dims if d not in seen]
+        return tuple(seen)
+
+    def signature(self) -> str:
+        ins = ", ".join(str(t) for t in self.inputs)
+        ps = ", ".join(
+            p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+            for p in self.params)
+        outs = ", ".join(str(t) for t in self.outputs)
+        return f"{self.name}({ins}{', ' if ps else ''}{ps}) -> {outs}"
+
+    def public_signature(self) -> str:
+        fn = self.frontend or self.reference
+        try:
+            return f"{self.name}{inspect.signature(fn)}"
+        except (TypeError, ValueError):
+            return self.signature()
+
+    def resolve_params(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Fills defaults and checks every parameter; unknown names are an error."""
+        known = {p.name: p for p in self.params}
+        unknown = set(given) - set(known)
+        if unknown:
+            raise ParamError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
+                             f"known: {sorted(known) or 'none'}")
+        out = {}
+        for p in self.params:
+            if p.name in given:
+                out[p.name] = p.coerce(self.name, given[p.name])
+            elif p.default is inspect.Parameter.empty:
+                raise ParamError(f"{self.name}: parameter '{p.name}' is required")
+            else:
+                out[p.name] = p.default
+        return out
+
+    def build(self, images: Sequence[Any], params: Mapping[str, Any], dims: Dims):
+        """Runs the algorithm; returns a tuple of output Funcs."""
+        kwargs = {k: v for k, v in params.items() if k in self._accepts}
+        if "dims" in self._accepts:
+            kwargs["dims"] = dims
+        result = self.algorithm(*images, **kwargs)
+        funcs = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        if len(funcs) != len(self.outputs):
+            raise OpDefinitionError(
+                f"op {self.name!r}: algorithm returned {len(funcs)} Func(s), declared {len(self.outputs)}")
+        return funcs
+
+    def __call__(self, *args, **kwargs):
+        from ..runtime import call_op
+
+        if self.frontend is not None:
+            return self.frontend(*args, **kwargs)
+        return call_op(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<pypto op {self.signature()}>"
+
+
+def op(
+    *,
+    category: str,
+    inputs: Mapping[str, Any],
+    reference: Callable,
+    output: str | Sequence[str] | None = None,
+    outputs: Mapping[str, Any] | None = None,
+    dtypes: Sequence[str | Sequence[str]] = ("float32", "float64"),
+    params: Sequence[Param] = (),
+    name: str | None = None,
+    register: bool = True,
+    **extra,
+) -> Callable[[Callable], Op]:
+    """Declares an op from its algorithm function. See the module docstring for an example."""
+    if (output is None) == (outputs is None):
+        raise OpDefinitionError("give exactly one of output= (one tensor) or outputs= (a dict)")
+    outs = {"out": output} if output is not None else dict(outputs)
+
+    def wrap(fn: Callable) -> Op:
+        the_op = Op(name=name or fn.__name__, category=category, algorithm=fn, inputs=inputs,
+                    outputs=outs, dtypes=dtypes, reference=reference, params=params, **extra)
+        if register:
+            from ._registry import register as reg
+            reg(the_op)
+        return the_op
+
+    return wrap

@@ -1,0 +1,133 @@
+"""The calling convention: checks a call's arrays and parameters, runs the compiled kernel.
+
+NumPy's last axis is Halide's dimension 0; ``hl.Buffer(ndarray)`` reverses the axes, so arrays pass
+through without a copy when their innermost axis is dense. Other views (a transpose, a negative
+stride) are copied once to a dense array first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import halide as hl
+import numpy as np
+
+from .errors import DtypeError, ExecutionError, ShapeError
+
+
+def _fmt_sigs(op) -> str:
+    if all(len(set(s)) == 1 for s in op.dtypes):
+        names = ", ".join(s[0] for s in op.dtypes)
+        return names if len(op.inputs) == 1 else f"{names} (all inputs the same dtype)"
+    return " or ".join("(" + ", ".join(f"{t.name}={dt}" for t, dt in zip(op.inputs, s)) + ")"
+                       for s in op.dtypes)
+
+
+def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__array__") or isinstance(value, (list, tuple, int, float)):
+        try:
+            return np.asarray(value)
+        except (ValueError, TypeError) as e:
+            raise DtypeError(f"{op_name}: argument '{arg}' is not an array ({e})") from None
+    raise DtypeError(f"{op_name}: argument '{arg}' must be a NumPy array, got {type(value).__name__}")
+
+
+def check_inputs(op, arrays: Sequence[np.ndarray]) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Checks dtypes, ranks, sizes and named-dim agreement; returns (dtype signature, dims)."""
+    given = tuple(a.dtype.name for a in arrays)
+    if given not in op.dtypes:
+        # Name the first argument that fits no signature.
+        for i, (spec, dt) in enumerate(zip(op.inputs, given)):
+            allowed = {s[i] for s in op.dtypes}
+            if dt not in allowed:
+                raise DtypeError(f"{op.name}: argument '{spec.name}' has dtype {dt}; expected "
+                                 f"{' or '.join(sorted(allowed))}")
+        raise DtypeError(f"{op.name}: dtypes {dict(zip((t.name for t in op.inputs), given))} "
+                         f"do not match; expected {_fmt_sigs(op)}")
+    dims: dict[str, int] = {}
+    where: dict[str, str] = {}
+    for spec, a in zip(op.inputs, arrays):
+        if a.ndim != spec.rank:
+            raise ShapeError(f"{op.name}: argument '{spec.name}' must be {spec.rank}-D "
+                             f"[{', '.join(spec.dims)}], got shape {a.shape}")
+        for axis, (d, n) in enumerate(zip(spec.dims, a.shape)):
+            if n == 0:
+                raise ShapeError(f"{op.name}: argument '{spec.name}' has a zero-size axis {axis} "
+                                 f"(dim {d}) in shape {a.shape}; zero-size arrays are not supported")
+            if n > 2**31 - 1:
+                raise ShapeError(f"{op.name}: argument '{spec.name}' axis {axis} is too large ({n})")
+            if d in dims and dims[d] != n:
+                raise ShapeError(f"{op.name}: dim {d} is {dims[d]} in {where[d]} but {n} in "
+                                 f"'{spec.name}' (axis {axis}); shapes must agree")
+            if d not in dims:
+                dims[d], where[d] = n, f"'{spec.name}' (axis {axis})"
+    return given, dims
+
+
+def prepare(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
+    """Splits a call into arrays and params and checks them: (arrays, dtypes, params, dims)."""
+    from .errors import ParamError
+
+    names = [t.name for t in op.inputs]
+    kwargs = dict(kwargs)
+    if len(args) > len(names):
+        raise ParamError(f"{op.name}: takes {len(names)} array argument(s) ({', '.join(names)}) "
+                         f"and keyword parameters; got {len(args)} positional")
+    values = list(args)
+    for n in names[len(args):]:
+        if n not in kwargs:
+            raise ParamError(f"{op.name}: missing array argument '{n}'")
+        values.append(kwargs.pop(n))
+    arrays = [as_array(v, op.name, n) for v, n in zip(values, names)]
+    dtypes, dims = check_inputs(op, arrays)
+    params = op.resolve_params(kwargs)
+    if op.validate is not None:
+        op.validate(dims, params)
+    if op.derive is not None:
+        extra = op.derive(dims, params)
+        for d in op.derived_dims:
+            n = extra.get(d)
+            if n is None or n < 1:
+                raise ShapeError(f"{op.name}: output dim {d} would be {n} for input dims {dims} "
+                                 f"and parameters {params}; the inputs are too small")
+            dims[d] = int(n)
+    return arrays, dtypes, params, dims
+
+
+def dense(a: np.ndarray) -> np.ndarray:
+    """``a`` itself when Halide can read it in place, else a dense copy."""
+    if a.ndim == 0:
+        return a.reshape(1)
+    if a.strides[-1] == a.itemsize and all(s >= 0 for s in a.strides) and a.flags.aligned:
+        return a
+    return np.ascontiguousarray(a)
+
+
+def run_kernel(kernel, op, arrays: Sequence[np.ndarray], dims: Mapping[str, int],
+               out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Runs a compiled kernel on checked arrays; returns the output arrays."""
+    if out is None:
+        out = [np.empty(tuple(dims[d] for d in spec.dims), dtype=dt)
+               for spec, dt in zip(op.outputs, kernel.out_dtypes)]
+    bufs = [hl.Buffer(dense(a)) for a in arrays]
+    obufs = [hl.Buffer(o) for o in out]
+    try:
+        kernel.callable(*bufs, *obufs)
+    except hl.HalideError as e:
+        msg = str(e).strip().replace("\n", " ")
+        raise ExecutionError(f"op {op.name!r} failed at run time ({kernel.source} schedule): "
+                             f"{msg}") from None
+    return list(out)
+
+
+def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
+    """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run."""
+    from .compiler.jit import get_kernel
+
+    arrays, dtypes, params, dims = prepare(op, args, kwargs)
+    kernel = get_kernel(op, dtypes, params, dims)
+    outs = run_kernel(kernel, op, arrays, dims)
+    return outs[0] if len(outs) == 1 else tuple(outs)

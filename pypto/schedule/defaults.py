@@ -1,0 +1,162 @@
+"""Built-in default schedules, as data: one place that says how an untuned op is computed.
+
+The generic default is derived from the pipeline's structure, so a user's op with no hints gets a
+schedule that is not naive: every output is vectorized along its innermost dimension and parallel
+over an outer one; cheap pure producers stay inlined (Halide's default); every Func with an update
+definition (a reduction) is computed per parallel task of its consumer, with its pure dimension
+vectorized and the reduction loop inside the vector lanes.
+
+An op may register a hand-written template with :func:`template` when the generic rule is far from
+good (matmul's register blocking, a full reduction's rfactor). A template returns directives; the
+schedule database replaces either with a tuned schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import halide as hl
+
+from ..dtypes import halide_type
+from .directives import Directive
+from .schedule import Schedule
+
+D = Directive.make
+_TEMPLATES: dict[str, Callable] = {}
+
+#: Rows (or elements) per parallel task, aiming at a few tasks per core without tiny tasks.
+MIN_TASK_ELEMS = 1 << 14
+
+
+def template(op_name: str):
+    """Registers ``fn(built, dims, lanes) -> list[Directive]`` as ``op_name``'s default schedule."""
+
+    def wrap(fn):
+        _TEMPLATES[op_name] = fn
+        return fn
+
+    return wrap
+
+
+def vector_lanes(target: hl.Target, dtype: str) -> int:
+    """The target's natural vector width for ``dtype`` (8 float32 lanes on AVX2)."""
+    try:
+        n = target.natural_vector_size(halide_type(dtype))
+    except Exception:  # targets without a vector unit description
+        n = 4
+    return max(1, int(n))
+
+
+def _extent(dims: Mapping[str, int], var: str) -> int | None:
+    return dims.get(var.upper())
+
+
+def _pow2_at_most(n: int, cap: int) -> int:
+    p = 1
+    while p * 2 <= min(n, cap):
+        p *= 2
+    return p
+
+
+def output_directives(name: str, args, dims, lanes: int, stage: int = 0) -> list[Directive]:
+    """Vectorize the innermost dim, parallelize an outer one (or blocks of a 1-D output)."""
+    out: list[Directive] = []
+    inner = args[0]
+    n0 = _extent(dims, inner) or 0
+    total = 1
+    for a in args:
+        total *= _extent(dims, a) or 1
+    vec = _pow2_at_most(n0, lanes) if n0 >= 4 else 1
+    if len(args) == 1:
+        if n0 >= 2 * MIN_TASK_ELEMS:
+            block = MIN_TASK_ELEMS
+            out.append(D("split", name, stage, var=inner, outer=f"{inner}o", inner=f"{inner}i",
+                         factor=block))
+            out.append(D("parallel", name, stage, var=f"{inner}o"))
+            inner = f"{inner}i"
+        if vec > 1:
+            out.append(D("vectorize", name, stage, var=inner, factor=vec))
+        return out
+    if vec > 1:
+        out.append(D("vectorize", name, stage, var=inner, factor=vec))
+    if total >= MIN_TASK_ELEMS:
+        outer = [a for a in args[1:] if (_extent(dims, a) or 2) > 1]
+        if outer:
+            par = outer[-1]
+            rows = _extent(dims, par) or 0
+            inner_elems = max(1, total // max(rows, 1))
+            per_task = max(1, MIN_TASK_ELEMS // inner_elems)
+            if rows >= 4 * per_task and per_task > 1:
+                out.append(D("split", name, stage, var=par, outer=f"{par}o", inner=f"{par}i",
+                             factor=per_task))
+                out.append(D("parallel", name, stage, var=f"{par}o"))
+            else:
+                out.append(D("parallel", name, stage, var=par))
+    return out
+
+
+def parallel_var(directives: list[Directive], name: str) -> str | None:
+    for d in directives:
+        if d.op == "parallel" and d.func == name and d.stage == 0:
+            return d.get("var")
+    return None
+
+
+def generic(built, dims: Mapping[str, int], lanes: int) -> list[Directive]:
+    """The structural default described in the module docstring."""
+    out: list[Directive] = []
+    outputs = [i for i in built.funcs.values() if i.is_output]
+    for o in outputs:
+        out += output_directives(o.name, o.args, dims, lanes)
+        for u in range(len(o.updates)):
+            out += _update_directives(o, u, dims, lanes)
+    anchor = outputs[0]
+    at = parallel_var(out, anchor.name)
+    for info in built.funcs.values():
+        if info.is_input or info.is_output or not info.updates:
+            continue
+        if at is not None:
+            out.append(D("compute_at", info.name, at=anchor.name, var=at))
+        else:
+            out.append(D("compute_root", info.name))
+        n0 = _extent(dims, info.args[0]) if info.args else None
+        if n0 and n0 >= lanes:
+            out.append(D("vectorize", info.name, var=info.args[0], factor=lanes))
+        for u in range(len(info.updates)):
+            out += _update_directives(info, u, dims, lanes)
+    return out
+
+
+def _update_directives(info, u: int, dims, lanes: int) -> list[Directive]:
+    """Vectorize an update along its innermost pure var, with the reduction loops inside it."""
+    pure = [a for a in info.args if a in info.update_args[u]]
+    if not pure:
+        return []
+    p0 = pure[0]
+    n0 = _extent(dims, p0)
+    if not n0 or n0 < lanes:
+        return []
+    stage = u + 1
+    lane, rest = f"{p0}_v", f"{p0}_o"
+    rvars = list(info.updates[u])
+    return [
+        D("split", info.name, stage, var=p0, outer=rest, inner=lane, factor=lanes,
+          tail="guard_with_if"),
+        D("reorder", info.name, stage, vars=[lane, *rvars, rest]),
+        D("vectorize", info.name, stage, var=lane),
+    ]
+
+
+def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Schedule:
+    """The default schedule of ``built`` for concrete ``dims`` on ``target``."""
+    dtype = built.out_dtypes[0]
+    lanes = vector_lanes(target, dtype if dtype != "bool" else "uint8")
+    if target.has_gpu_feature():
+        from .gpu import gpu_default
+
+        directives = gpu_default(built, dims)
+    elif built.op.name in _TEMPLATES:
+        directives = _TEMPLATES[built.op.name](built, dims, lanes)
+    else:
+        directives = generic(built, dims, lanes)
+    return Schedule(op=built.op.name, directives=tuple(directives))

@@ -1,0 +1,41 @@
+"""Shared test helpers: compare PyPTO results with NumPy references, per dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pypto.dtypes import tolerance
+
+
+def assert_close(got, want, dtype=None, *, rtol=None, atol=None, err_msg=""):
+    """Asserts ``got`` matches ``want`` in shape, dtype and value (NaN == NaN, Inf == Inf)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"shape {got.shape} != reference {want.shape} {err_msg}"
+    dt = dtype or want.dtype.name
+    r, a = tolerance(dt)
+    rtol = r if rtol is None else rtol
+    atol = a if atol is None else atol
+    if got.dtype.kind in "fc" or want.dtype.kind in "fc":
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                                   atol=atol, equal_nan=True, err_msg=err_msg)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=err_msg)
+
+
+def rand(shape, dtype="float32", seed=0, low=-1.0, high=1.0):
+    """Deterministic random data of a dtype (integers span the dtype's small range)."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.uniform(low, high, size=shape).astype(dt)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo, hi = max(info.min, -100), min(info.max, 100)
+        return rng.integers(lo, hi + 1, size=shape).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    raise ValueError(dtype)
+
+
+#: Sizes every op is checked on: 1, small primes, and a non-power-of-two.
+ODD_SIZES = (1, 3, 7, 127, 1000)
