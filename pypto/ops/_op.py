@@ -260,11 +260,21 @@ class Op:
         return funcs
 
     def __call__(self, *args, **kwargs):
-        from ..runtime import call_op
-
         if self.frontend is not None:
             return self.frontend(*args, **kwargs)
+        return self.kernel(*args, **kwargs)
+
+    def kernel(self, *args, **kwargs):
+        """Runs the algorithm directly on arrays in its canonical named-dim form (no frontend)."""
+        from ..runtime import call_op
+
         return call_op(self, args, kwargs)
+
+    def kernel_ref(self, *arrays, **params):
+        """The NumPy reference for a canonical-form call (what the tuner checks candidates with)."""
+        if self.kernel_reference is not None:
+            return self.kernel_reference(*arrays, **params)
+        return self.reference(*arrays, **params)
 
     def __repr__(self) -> str:
         return f"<pypto op {self.signature()}>"

@@ -147,8 +147,23 @@ def _update_directives(info, u: int, dims, lanes: int) -> list[Directive]:
     ]
 
 
+def _load_templates() -> None:
+    import importlib
+
+    from ..ops import FAMILIES
+
+    for fam in FAMILIES:
+        try:
+            importlib.import_module(f"{__package__}.templates.{fam}")
+        except ModuleNotFoundError as e:
+            if not (e.name or "").endswith(f"templates.{fam}"):
+                raise
+
+
 def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Schedule:
     """The default schedule of ``built`` for concrete ``dims`` on ``target``."""
+    if not _TEMPLATES:
+        _load_templates()
     dtype = built.out_dtypes[0]
     lanes = vector_lanes(target, dtype if dtype != "bool" else "uint8")
     if target.has_gpu_feature():
