@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from . import ops
 from .compiler.targets import target
+from .database import add_path as add_schedule_path
+from .database import explain
 from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, InputError,
                      OpDefinitionError, ParamError, PyptoError, ScheduleError, ShapeError,
                      StaleScheduleError, TargetError, UnknownOpError)
@@ -22,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",
     "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
-    "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__", "get_op",
+    "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__",
+    "add_schedule_path", "explain", "get_op",
     "list_ops", "op", "ops", "target",
 ]

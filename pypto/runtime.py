@@ -7,6 +7,8 @@ stride) are copied once to a dense array first.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -123,11 +125,36 @@ def run_kernel(kernel, op, arrays: Sequence[np.ndarray], dims: Mapping[str, int]
     return list(out)
 
 
+_observers: contextvars.ContextVar[list | None] = contextvars.ContextVar("pypto_observe",
+                                                                      default=None)
+
+
+@contextlib.contextmanager
+def observe():
+    """Collects ``(op, dtypes, params, dims, kernel)`` for every kernel call made inside."""
+    calls: list = []
+    token = _observers.set(calls)
+    try:
+        yield calls
+    finally:
+        _observers.reset(token)
+
+
 def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
     """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run."""
-    from .compiler.jit import get_kernel
+    from .compiler.jit import fallback_kernel, get_kernel
 
     arrays, dtypes, params, dims = prepare(op, args, kwargs)
     kernel = get_kernel(op, dtypes, params, dims)
-    outs = run_kernel(kernel, op, arrays, dims)
+    try:
+        outs = run_kernel(kernel, op, arrays, dims)
+    except ExecutionError:
+        if not kernel.source.startswith("database"):
+            raise
+        # A stored schedule tuned for another shape may not fit this one: use the default.
+        kernel = fallback_kernel(op, dtypes, params, dims, kernel)
+        outs = run_kernel(kernel, op, arrays, dims)
+    seen = _observers.get()
+    if seen is not None:
+        seen.append((op, dtypes, params, dims, kernel))
     return outs[0] if len(outs) == 1 else tuple(outs)

@@ -89,7 +89,7 @@ def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Map
         try:
             k = compile_built(built, schedule, target, source=source, fp=fp)
         except ScheduleError:
-            if source == "default":
+            if not source.startswith("database"):
                 raise
             # A stored schedule that no longer applies must not break the call: fall back.
             built = build(op, dtypes, params)
@@ -102,15 +102,23 @@ def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Map
     return k
 
 
+def fallback_kernel(op, dtypes, params, dims, failed: Kernel) -> Kernel:
+    """The default-schedule kernel, remembered for this call's key after a stored one failed."""
+    target = targets.current()
+    built = build(op, dtypes, params)
+    schedule = default_schedule(built, dims, target)
+    k = compile_built(built, schedule, target, source=f"default (after {failed.source} failed)")
+    skey = (op.name, id(op), dtypes, _params_key(params), tuple(sorted(dims.items())), str(target))
+    _selected[skey] = k
+    return k
+
+
 def _choose(op, built, fp, dtypes, params, dims, target) -> tuple[Schedule, str]:
-    try:
-        from ..database.lookup import lookup
-    except ImportError:  # the database layer is optional at this level
-        lookup = None
-    if lookup is not None:
-        found = lookup(op, fp, dtypes, params, dims, target)
-        if found is not None:
-            return found.schedule, found.source
+    from ..database.lookup import lookup
+
+    found = lookup(op, fp, dtypes, params, dims, target)
+    if found is not None:
+        return found.schedule, found.source
     return default_schedule(built, dims, target), "default"
 
 

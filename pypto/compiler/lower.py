@@ -40,6 +40,7 @@ class Built:
     outputs: tuple[Any, ...]
     pipeline: Any
     funcs: dict[str, FuncInfo]
+    order: list[str] = dataclasses.field(default_factory=list)  # real names by get_func index
 
     @property
     def out_dtypes(self) -> tuple[str, ...]:
@@ -84,6 +85,7 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
     out_names = {f.name() for f in outputs}
     in_names = {im.name() for im in images}
     funcs: dict[str, FuncInfo] = {}
+    order: list[str] = []
     i = 0
     while True:
         try:
@@ -92,6 +94,7 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
             break
         i += 1
         real = f.name()
+        order.append(real)
         name = base_name(real)
         is_input = name in in_names or name.endswith("_im") and name[:-3] in in_names
         if name in funcs:
@@ -106,7 +109,7 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
             updates=tuple(updates), update_args=tuple(uargs), is_output=real in out_names,
             is_input=is_input, type=numpy_name(f.type()) if f.defined() or is_input else "")
     return Built(op=op, dtypes=tuple(dtypes), params=dict(params), images=images,
-                 outputs=outputs, pipeline=pipeline, funcs=funcs)
+                 outputs=outputs, pipeline=pipeline, funcs=funcs, order=order)
 
 
 _UNIQUE = re.compile(r"\$\d+")
@@ -128,7 +131,7 @@ def fingerprint(built: Built) -> str:
         for u in range(len(info.updates)):
             vals = [str(v) for v in _update_values(f, u)]
             lines.append(f"  U{u} {[str(a) for a in f.update_args(u)]} = {vals}")
-    text = _UNIQUE.sub("$", "\n".join(lines))
+    text = _UNIQUE.sub("", "\n".join(lines))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

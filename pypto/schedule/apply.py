@@ -53,6 +53,7 @@ class Applier:
         self.images: dict[str, Any] = {im.name(): im for im in built.images}
         self.stages: dict[tuple[str, int], _Stage] = {}
         self.transcript: list[str] = []
+        self.pending: list[tuple[int, Directive]] = []
         for name, info in built.funcs.items():
             if info.is_input:
                 continue
@@ -102,8 +103,8 @@ class Applier:
                        f"its loops (innermost first): {st.names}")
         return hl.RVar(name) if name in st.rvars else hl.Var(name)
 
-    def _new(self, i, d, st: _Stage, name: str, like_rvar: bool):
-        if name in st.names:
+    def _new(self, i, d, st: _Stage, name: str, like_rvar: bool, replacing=()):
+        if name in st.names and name not in replacing:
             self._fail(i, d, f"variable {name!r} already exists in {d.func!r} stage {d.stage}")
         return hl.RVar(name) if like_rvar else hl.Var(name)
 
@@ -127,8 +128,8 @@ class Applier:
         st = self._stage(i, d)
         old = self._var(i, d, st, d.get("var"))
         rv = d.get("var") in st.rvars
-        outer = self._new(i, d, st, d.get("outer"), rv)
-        inner = self._new(i, d, st, d.get("inner"), rv)
+        outer = self._new(i, d, st, d.get("outer"), rv, replacing=(d.get("var"),))
+        inner = self._new(i, d, st, d.get("inner"), rv, replacing=(d.get("var"),))
         if d.get("outer") == d.get("inner"):
             self._fail(i, d, "outer and inner must differ")
         self._target(d).split(old, outer, inner, d.get("factor"), _tail(d))
@@ -149,7 +150,7 @@ class Applier:
         if a == b:
             self._fail(i, d, "inner and outer must differ")
         rv = a in st.rvars
-        fused = self._new(i, d, st, d.get("fused"), rv)
+        fused = self._new(i, d, st, d.get("fused"), rv, replacing=(a, b))
         self._target(d).fuse(va, vb, fused)
         st.names.remove(b)
         st.names[st.names.index(a)] = d.get("fused")
@@ -185,10 +186,10 @@ class Applier:
         name = d.get("var")
         v = self._var(i, d, st, name)
         factor = d.get("factor")
+        # Without a factor the loop's extent must be a constant Halide can see: a split factor or
+        # a bound we track, or one bounds inference derives from them (which they bound in turn).
         n = unrolled_extent(d, st.extent)
-        if factor is None and math.isinf(n):
-            self._fail(i, d, f"the extent of {name!r} is not known; give a factor "
-                       f"(at most {LIMITS['vector' if kind == 'vectorize' else 'unroll']})")
+        n = 1 if math.isinf(n) else n
         limit = LIMITS["vector" if kind == "vectorize" else "unroll"]
         if n > limit:
             self._fail(i, d, f"{kind} over {n} lanes exceeds the limit of {limit}; split first")
@@ -232,8 +233,17 @@ class Applier:
         for (fname, _stage), st in self.stages.items():
             if fname == at and var in st.names:
                 return g, (hl.RVar(var) if var in st.rvars else hl.Var(var))
-        loops = sorted({n for (fn, _s), st in self.stages.items() if fn == at for n in st.names})
-        self._fail(i, d, f"{at!r} has no loop {var!r}; its loops: {loops}")
+        # Halide resolves loop levels when it lowers, so a later directive may still create the
+        # loop (autoschedulers emit compute_at before the consumer's split); check at the end.
+        self.pending.append((i, d))
+        return g, hl.Var(var)
+
+    def check_pending(self) -> None:
+        for i, d in self.pending:
+            at, var = d.get("at"), d.get("var")
+            loops = sorted({n for (fn, _s), st in self.stages.items() if fn == at for n in st.names})
+            if var not in loops:
+                self._fail(i, d, f"{at!r} has no loop {var!r}; its loops: {loops}")
 
     def _check_not_output(self, i, d):
         self._func(i, d, d.func)
@@ -241,7 +251,7 @@ class Applier:
             self._fail(i, d, f"{d.func!r} is an output; outputs are always computed at root")
 
     def _do_compute_root(self, i, d):
-        self._check_not_output(i, d)
+        self._func(i, d, d.func)  # outputs are at root already; saying so again is harmless
         self.funcs[d.func].compute_root()
         self._say(d, "compute_root()")
 
@@ -278,6 +288,11 @@ class Applier:
             self._fail(i, d, f"{name!r} is not a pure dimension of {d.func!r}; its dimensions: {args}")
         return hl.Var(name)
 
+    def _note_extent(self, func: str, var: str, extent: int) -> None:
+        for (fname, _s), st in self.stages.items():
+            if fname == func and var in st.names:
+                st.extent[var] = extent
+
     def _do_reorder_storage(self, i, d):
         vs = [self._pure(i, d, n) for n in d.get("vars")]
         self.funcs[d.func].reorder_storage(vs)
@@ -295,11 +310,13 @@ class Applier:
 
     def _do_bound(self, i, d):
         v = self._pure(i, d, d.get("var"))
+        self._note_extent(d.func, d.get("var"), d.get("extent"))
         self.funcs[d.func].bound(v, d.get("min"), d.get("extent"))
         self._say(d, f"bound({d.get('var')}, {d.get('min')}, {d.get('extent')})")
 
     def _do_bound_extent(self, i, d):
         v = self._pure(i, d, d.get("var"))
+        self._note_extent(d.func, d.get("var"), d.get("extent"))
         self.funcs[d.func].bound_extent(v, d.get("extent"))
         self._say(d, f"bound_extent({d.get('var')}, {d.get('extent')})")
 
@@ -423,4 +440,5 @@ def apply_schedule(built, schedule: Schedule) -> list[str]:
         if d.op in FUNC_LEVEL and d.func in applier.images and d.op != "wrap":
             applier._fail(i, d, f"{d.func!r} is an input; only wrap applies to inputs")
         applier.apply(i, d)
+    applier.check_pending()
     return applier.transcript

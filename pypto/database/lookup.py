@@ -1,0 +1,175 @@
+"""Finding the schedule for a call: exact key, else the nearest tuned shape, else the default.
+
+Databases stack. They are searched in this order: directories added with :func:`add_path`, then
+those in the ``PYPTO_SCHEDULES`` environment variable (``os.pathsep``-separated), then the shipped
+``schedules/`` folder. An exact match in any of them beats a near one; among near ones the smallest
+distance wins, and on a tie the earlier database.
+
+Distance between two shapes of the same op is the sum over named dims of ``|log2(a / b)|``: doubling
+one dim costs 1. Only entries with the same dtypes, parameters and target family are considered;
+entries whose algorithm fingerprint differs from the op's are *stale*: reported, never applied.
+A near entry is used only if it applies to the new shape (no ``bound`` directives, which pin a shape);
+if it fails to compile or run there, the call falls back to the default schedule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..compiler import targets
+from ..schedule.schedule import Schedule
+from .entry import Entry
+from .store import Database, DirectoryDatabase
+
+SHIPPED = Path(__file__).resolve().parents[2] / "schedules"
+_extra: list[Database] = []
+_dirs: dict[str, DirectoryDatabase] = {}
+SHAPE_PINNING = {"bound", "bound_extent"}
+
+
+def add_path(path: str | os.PathLike | Database) -> None:
+    """Searches ``path`` (a folder or a Database) before every other database."""
+    db = path if isinstance(path, Database) else DirectoryDatabase(path)
+    _extra.insert(0, db)
+    _clear_selection()
+
+
+def remove_path(path: str | os.PathLike | Database) -> None:
+    for db in list(_extra):
+        if db is path or (isinstance(db, DirectoryDatabase) and str(db.root) == str(path)):
+            _extra.remove(db)
+    _clear_selection()
+
+
+def _clear_selection() -> None:
+    from ..compiler import jit
+
+    jit._selected.clear()
+
+
+def _dir(p: str) -> DirectoryDatabase:
+    if p not in _dirs:
+        _dirs[p] = DirectoryDatabase(p)
+    return _dirs[p]
+
+
+def search_path() -> list[Database]:
+    """The databases a lookup reads, first to last."""
+    out: list[Database] = list(_extra)
+    env = os.environ.get("PYPTO_SCHEDULES", "")
+    out += [_dir(p) for p in env.split(os.pathsep) if p.strip()]
+    if os.environ.get("PYPTO_NO_SHIPPED_SCHEDULES") != "1":
+        out.append(_dir(str(SHIPPED)))
+    return out
+
+
+def distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    """``sum |log2(a_d / b_d)|`` over named dims; inf when the dim names differ."""
+    if set(a) != set(b):
+        return math.inf
+    return sum(abs(math.log2(a[d] / b[d])) for d in a)
+
+
+@dataclasses.dataclass
+class Found:
+    schedule: Schedule
+    source: str
+    entry: Entry
+    database: str
+    distance: float
+
+
+@dataclasses.dataclass
+class Explanation:
+    """Why a call got the schedule it got."""
+
+    op: str
+    key: dict[str, Any]
+    chosen: str
+    database: str | None = None
+    entry_key: str | None = None
+    distance: float | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"op {self.op} {self.key}", f"chosen: {self.chosen}"]
+        if self.database:
+            lines.append(f"database: {self.database}")
+        if self.entry_key:
+            lines.append(f"entry: {self.entry_key} (distance {self.distance:g})")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None):
+    family = targets.family(target)
+    pkey = tuple(sorted(params.items()))
+    want = {d: int(n) for d, n in dims.items()}
+    exact, near = None, []
+    for rank, db in enumerate(search_path()):
+        for e in db.entries(op.name, family):
+            k = e.key
+            if k.dtypes != tuple(dtypes) or k.params != pkey:
+                continue
+            if k.fingerprint != fp:
+                if notes is not None:
+                    notes.append(f"stale entry skipped in {db.name}: {k} (op fingerprint is now {fp})")
+                continue
+            dist = distance(want, k.shape_dict)
+            if dist == 0:
+                if exact is None:
+                    exact = Found(e.schedule, f"database {db.name} (exact)", e, db.name, 0.0)
+                continue
+            if math.isinf(dist):
+                continue
+            if any(d.op in SHAPE_PINNING for d in e.schedule.directives):
+                if notes is not None:
+                    notes.append(f"{k} pins its shape (bound); usable only for that shape")
+                continue
+            near.append((dist, rank, e, db.name))
+    if exact is not None:
+        return exact, family
+    if near:
+        dist, _, e, name = min(near, key=lambda t: (t[0], t[1]))
+        return Found(e.schedule, f"database {name} (nearest, distance {dist:.2f})", e, name,
+                     dist), family
+    return None, family
+
+
+def lookup(op, fp: str, dtypes, params, dims, target) -> Found | None:
+    """The stored schedule for a call, or None for the default."""
+    found, _ = _search(op, fp, dtypes, params, dims, target)
+    return found
+
+
+def explain(op_or_name, *args, **kwargs) -> Explanation:
+    """Tells which schedule ``op(*args, **kwargs)`` uses, and why (it runs the call once).
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> e = pypto.explain("softmax", np.ones((4, 8), np.float32))
+        >>> e.chosen.split()[0] in ("default", "database")
+        True
+    """
+    from ..ops import get_op
+    from ..runtime import observe
+
+    op = get_op(op_or_name) if isinstance(op_or_name, str) else op_or_name
+    with observe() as calls:
+        op(*args, **kwargs)
+    kop, dtypes, params, dims, kernel = calls[-1]
+    notes: list[str] = []
+    target = targets.current()
+    found, family = _search(kop, kernel.fingerprint, dtypes, params, dims, target, notes)
+    key = {"op": kop.name, "dtypes": list(dtypes), "shape": dict(dims), "params": dict(params),
+           "family": family, "fingerprint": kernel.fingerprint}
+    if found is None:
+        return Explanation(kop.name, key, kernel.source, notes=notes + [
+            "no usable stored entry for this op, dtypes, parameters and target family"])
+    return Explanation(kop.name, key, kernel.source, found.database, str(found.entry.key),
+                       found.distance, notes)
