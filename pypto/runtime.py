@@ -120,8 +120,12 @@ def run_kernel(kernel, op, arrays: Sequence[np.ndarray], dims: Mapping[str, int]
         kernel.callable(*bufs, *obufs)
     except hl.HalideError as e:
         msg = str(e).strip().replace("\n", " ")
+        hint = ""
+        if "accessed at" in msg:
+            hint = ("; a split or vector factor of the schedule is larger than this shape allows "
+                    "(use tail guard_with_if, or a schedule made for this shape)")
         raise ExecutionError(f"op {op.name!r} failed at run time ({kernel.source} schedule): "
-                             f"{msg}") from None
+                             f"{msg}{hint}") from None
     return list(out)
 
 

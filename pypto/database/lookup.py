@@ -109,7 +109,7 @@ class Explanation:
 def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None):
     family = targets.family(target)
     pkey = tuple(sorted(params.items()))
-    want = {d: int(n) for d, n in dims.items()}
+    want = {d: int(dims[d]) for d in op.input_dims}
     exact, near = None, []
     for rank, db in enumerate(search_path()):
         for e in db.entries(op.name, family):

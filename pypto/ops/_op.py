@@ -166,6 +166,7 @@ class Op:
         kernel_reference: Callable | None = None,
         out_dtype: Callable[[tuple[str, ...], dict], str] | None = None,
         example: Mapping[str, int] | None = None,
+        make_inputs: Callable | None = None,
         doc: str = "",
     ):
         where = f"op {name!r}"
@@ -197,6 +198,9 @@ class Op:
             raise OpDefinitionError(
                 f"{where}: output dims {self.derived_dims} are not input dims; give derive=")
         self.example = dict(example) if example else None
+        # make_inputs(dims, dtypes, params, rng) -> arrays: valid canonical inputs for ops whose
+        # inputs must satisfy more than their dtype (indices, boxes, positive variances).
+        self.make_inputs = make_inputs
         self._accepts = set(inspect.signature(algorithm).parameters)
 
     # -- declaration helpers --------------------------------------------------------------------

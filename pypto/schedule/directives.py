@@ -114,7 +114,7 @@ class Directive:
     @staticmethod
     def make(op: str, func: str, stage: int = 0, **args) -> "Directive":
         """Builds a directive from keyword arguments, dropping those left at None."""
-        items = tuple((k, _freeze(v)) for k, v in args.items() if v is not None)
+        items = tuple((k, _freeze(v)) for k, v in sorted(args.items()) if v is not None)
         d = Directive(op, func, stage, items)
         check_directive(d)
         return d

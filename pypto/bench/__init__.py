@@ -1,0 +1,1 @@
+"""Measurement: the timing protocol, input generation, and reports."""

@@ -1,0 +1,182 @@
+"""``pypto db``: inspect and maintain schedule databases."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import dtype_option, param_option, parse_params, shape_option, target_option
+
+
+def _dbs(paths):
+    from ..database.lookup import search_path
+    from ..database.store import DirectoryDatabase
+
+    return [DirectoryDatabase(p) for p in paths] if paths else search_path()
+
+
+db_option = click.option("--db", "dbs", multiple=True, type=click.Path(),
+                         help="Database folder (repeatable; default: the search path).")
+
+
+@click.group()
+def db():
+    """Inspect and maintain schedule databases (folders of <family>/<op>.json)."""
+
+
+@db.command("list")
+@click.option("--op", "op_name", default=None, help="Only this op.")
+@click.option("--target", "family", default=None, help="Only this target family (e.g. x86-64-avx2).")
+@db_option
+def list_(op_name, family, dbs):
+    """List stored entries."""
+    n = 0
+    for d in _dbs(dbs):
+        for e in d.iter_all():
+            k = e.key
+            if (op_name and k.op != op_name) or (family and k.family != family):
+                continue
+            t = "-" if e.time_ms is None else f"{e.time_ms:.3f} ms"
+            how = e.provenance.get("method", "?")
+            click.echo(f"{k.family:<18} {k.op:<22} {'/'.join(sorted(set(k.dtypes))):<9} "
+                       f"{k.shape_text():<28} {t:>12}  {how}  [{d.name}]")
+            n += 1
+    click.echo(f"{n} entries")
+
+
+@db.command("show")
+@click.argument("op_name")
+@shape_option
+@dtype_option
+@param_option
+@target_option
+@click.option("--as-python", is_flag=True, help="Print the schedule as Halide Python.")
+@db_option
+def show(op_name, shape, dtype, params, target, as_python, dbs):
+    """Show the entries of one op (optionally the one for a shape)."""
+    from ..bench.inputs import parse_shape
+    from ..compiler import targets
+    from ..compiler.lower import build
+    from ..database.jsonio import dumps
+    from ..ops._load import resolve_op
+    from ..schedule.apply import apply_schedule
+
+    op = resolve_op(op_name)
+    fam = targets.family(targets.parse(target))
+    want = parse_shape(shape) if shape else None
+    found = 0
+    for d in _dbs(dbs):
+        for e in d.entries(op.name, fam):
+            if want and e.key.shape_dict != want:
+                continue
+            if dtype and dtype not in e.key.dtypes:
+                continue
+            if params and dict(e.key.params) != op.resolve_params(parse_params(params)):
+                continue
+            found += 1
+            click.echo(click.style(f"# {e.key}  [{d.name}]", bold=True))
+            click.echo(f"# time {e.time_ms} ms; baselines {e.baselines}")
+            click.echo(f"# provenance {e.provenance}")
+            if as_python:
+                built = build(op, e.key.dtypes, dict(e.key.params))
+                click.echo("\n".join(apply_schedule(built, e.schedule)))
+            else:
+                click.echo(dumps(e.schedule.to_json()).rstrip())
+    if not found:
+        click.echo(f"no entries for {op.name} on {fam}", err=True)
+        sys.exit(1)
+
+
+@db.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--deep", is_flag=True, help="Also apply every schedule to its op (names, fingerprint).")
+def validate(paths, deep):
+    """Check database folders or files; one line per problem, non-zero exit if any."""
+    from ..database.lookup import search_path
+    from ..database.tools import validate_paths
+
+    if not paths:
+        paths = [d.name for d in search_path()]
+    problems = validate_paths(paths, deep=deep)
+    for p in problems:
+        click.echo(p)
+    if problems:
+        sys.exit(1)
+    click.echo(f"ok: {', '.join(map(str, paths))}")
+
+
+@db.command("diff")
+@click.argument("a", type=click.Path(exists=True))
+@click.argument("b", type=click.Path(exists=True))
+def diff_(a, b):
+    """What changed from database (or file) A to B."""
+    from ..database.tools import diff
+
+    lines = diff(a, b).lines()
+    click.echo("\n".join(lines) if lines else "no differences")
+
+
+@db.command("merge")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--output", "dest", required=True, type=click.Path(), help="Destination folder.")
+def merge_(sources, dest):
+    """Merge databases into DEST, keeping the faster entry per key."""
+    from ..database.tools import merge
+
+    kept = merge(sources, dest)
+    click.echo(f"merged {len(sources)} source(s) into {dest}: {kept} entries taken")
+
+
+@db.command("prune")
+@click.option("--dry-run", is_flag=True, help="Only report.")
+@db_option
+def prune_(dry_run, dbs):
+    """Remove stale (fingerprint changed) and duplicate entries."""
+    from ..database.store import DirectoryDatabase
+    from ..database.tools import prune
+
+    for d in _dbs(dbs):
+        if not isinstance(d, DirectoryDatabase):
+            continue
+        for line in prune(d, dry_run=dry_run):
+            click.echo(line)
+    click.echo("dry run: nothing written" if dry_run else "done")
+
+
+@db.command("import-autoschedule")
+@click.argument("op_name")
+@shape_option
+@dtype_option
+@param_option
+@target_option
+@click.option("--autoscheduler", "names", multiple=True,
+              type=click.Choice(["adams2019", "mullapudi2016", "li2018"]),
+              help="Which (repeatable; default all three).")
+@click.option("--db", "dest", default=None, type=click.Path(),
+              help="Database folder to write (default: ./schedules).")
+@click.option("--no-measure", is_flag=True, help="Store without timing.")
+def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_measure):
+    """Run Halide's autoschedulers for a shape and store each result (checked against NumPy)."""
+    from ..bench.inputs import complete_dims, parse_shape
+    from ..compiler import targets
+    from ..database.store import DirectoryDatabase
+    from ..database.tools import import_autoschedule
+    from ..errors import ShapeError
+    from ..ops._load import resolve_op
+    from .common import dtype_signature
+
+    op = resolve_op(op_name)
+    if not shape:
+        raise ShapeError(f"give --shape with {', '.join(op.input_dims)}")
+    p = op.resolve_params(parse_params(params))
+    dims = complete_dims(op, parse_shape(shape), p)
+    t = targets.parse(target)
+    out = DirectoryDatabase(dest or "schedules")
+    for name in names or ("adams2019", "mullapudi2016", "li2018"):
+        e = import_autoschedule(op, dtype_signature(op, dtype), p, dims, name, t, out,
+                                measure=not no_measure)
+        base = e.baselines.get("default")
+        vs = f" (default {base:.3f} ms)" if base else ""
+        click.echo(f"{name}: stored {e.key} in {out.path(op.name, e.key.family)}: "
+                   f"{e.time_ms if e.time_ms is None else f'{e.time_ms:.3f} ms'}{vs}")

@@ -1,0 +1,62 @@
+"""Entry point of the ``pypto`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import PyptoError
+
+
+class _Group(click.Group):
+    """Turns PyptoError into one clear line and exit status 2 (``--debug`` shows the traceback)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except PyptoError as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="pypto-halide", prog_name="pypto")
+@click.pass_context
+def cli(ctx, debug):
+    """PyPTO: tensor ops as Halide algorithms, schedules as data, tuned with Optuna."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _register() -> None:
+    from . import db, ops
+
+    cli.add_command(ops.ops)
+    cli.add_command(db.db)
+    for name in ("tune", "build", "bench", "profile", "cache"):
+        try:
+            mod = __import__(f"pypto.cli.{name}", fromlist=[name])
+        except ModuleNotFoundError as e:
+            if e.name != f"pypto.cli.{name}":
+                raise
+            continue
+        cli.add_command(getattr(mod, name))
+
+
+_register()
+
+
+def main(argv=None) -> int:
+    try:
+        cli.main(args=argv, prog_name="pypto", standalone_mode=True)
+    except SystemExit as e:
+        return int(e.code or 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

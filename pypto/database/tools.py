@@ -1,0 +1,188 @@
+"""Database maintenance: validate, diff, merge, prune, and storing autoscheduler results."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import halide as hl
+import numpy as np
+
+from ..compiler import targets
+from ..compiler.jit import compile_built
+from ..compiler.lower import build, fingerprint
+from ..errors import PyptoError
+from .entry import Entry, Key, provenance
+from .store import Database, DirectoryDatabase, better
+
+
+def open_db(path: str | Path) -> DirectoryDatabase:
+    return DirectoryDatabase(path)
+
+
+def validate_paths(paths: Iterable[str | Path], *, deep: bool = False) -> list[str]:
+    """Problems of database folders or single files, one line each (empty: all good).
+
+    With ``deep``, every schedule is also applied to its op (which must be registered) to check
+    Func and variable names and the fingerprint.
+    """
+    problems: list[str] = []
+    for p in map(Path, paths):
+        if p.is_file():
+            db = DirectoryDatabase(p.parent.parent)
+            res = db.load_file(p)
+            problems += res.problems
+            entries = res.entries
+        elif p.is_dir():
+            db = DirectoryDatabase(p)
+            problems += db.problems()
+            entries = list(db.iter_all())
+        else:
+            problems.append(f"{p}: no such file or folder")
+            continue
+        if deep:
+            problems += _deep_check(entries, str(p))
+    return problems
+
+
+def _deep_check(entries: list[Entry], where: str) -> list[str]:
+    from ..ops import get_op
+
+    out = []
+    for e in entries:
+        try:
+            op = get_op(e.key.op)
+            built = build(op, e.key.dtypes, dict(e.key.params))
+            fp = fingerprint(built)
+            if fp != e.key.fingerprint:
+                out.append(f"{where}: {e.key}: stale (the op's fingerprint is now {fp})")
+                continue
+            from ..schedule.apply import apply_schedule
+
+            apply_schedule(built, e.schedule)
+        except PyptoError as err:
+            out.append(f"{where}: {e.key}: {err}")
+    return out
+
+
+@dataclasses.dataclass
+class Diff:
+    added: list[Entry]
+    removed: list[Entry]
+    changed: list[tuple[Entry, Entry]]
+
+    def lines(self) -> list[str]:
+        out = [f"+ {e.key}  {_ms(e.time_ms)}" for e in self.added]
+        out += [f"- {e.key}  {_ms(e.time_ms)}" for e in self.removed]
+        for a, b in self.changed:
+            what = "schedule" if a.schedule.hash != b.schedule.hash else "measurement"
+            out.append(f"~ {a.key}  {_ms(a.time_ms)} -> {_ms(b.time_ms)} ({what} changed)")
+        return out
+
+
+def _ms(t) -> str:
+    return "-" if t is None else f"{t:.3f} ms"
+
+
+def _entries_of(path: str | Path) -> dict[Key, Entry]:
+    p = Path(path)
+    if p.is_file():
+        return {e.key: e for e in DirectoryDatabase(p.parent.parent).load_file(p).entries}
+    return {e.key: e for e in DirectoryDatabase(p).iter_all()}
+
+
+def diff(a: str | Path, b: str | Path) -> Diff:
+    """What changed from database (or file) ``a`` to ``b``, by key."""
+    ea, eb = _entries_of(a), _entries_of(b)
+    return Diff(added=[eb[k] for k in eb if k not in ea], removed=[ea[k] for k in ea if k not in eb],
+                changed=[(ea[k], eb[k]) for k in ea if k in eb and
+                         (ea[k].schedule.hash != eb[k].schedule.hash or ea[k].time_ms != eb[k].time_ms)])
+
+
+def merge(sources: Iterable[str | Path], dest: str | Path) -> int:
+    """Adds every entry of ``sources`` to ``dest``, keeping the better per key; returns kept count."""
+    out = DirectoryDatabase(dest)
+    kept = 0
+    for src in sources:
+        entries = list(_entries_of(src).values())
+        kept += out.commit(entries, source=str(src))
+    return kept
+
+
+def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:
+    """Drops stale entries (fingerprint no longer the op's) and duplicate keys; returns what it did."""
+    from ..ops import get_op
+    from ..errors import UnknownOpError
+
+    report: list[str] = []
+    fps: dict[tuple, str] = {}
+    for path in db.files():
+        res = db.load_file(path)
+        keep: dict[Key, Entry] = {}
+        changed = False
+        for e in res.entries:
+            k = e.key
+            try:
+                op = get_op(k.op)
+            except UnknownOpError:
+                report.append(f"{path}: {k}: op not registered here; kept")
+                keep[k] = e if k not in keep else better(keep[k], e)
+                continue
+            fk = (k.op, k.dtypes, k.params)
+            if fk not in fps:
+                fps[fk] = fingerprint(build(op, k.dtypes, dict(k.params)))
+            if fps[fk] != k.fingerprint:
+                report.append(f"{path}: {k}: stale (op fingerprint is now {fps[fk]}); removed")
+                changed = True
+                continue
+            if k in keep:
+                report.append(f"{path}: {k}: duplicate; kept the faster")
+                keep[k] = better(keep[k], e)
+                changed = True
+                continue
+            keep[k] = e
+        if changed and not dry_run and not res.problems:
+            db.replace_file(path.stem, path.parent.name, list(keep.values()))
+    return report
+
+
+def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], name: str,
+                        target: hl.Target, db: Database, *, check: bool = True,
+                        measure: bool = True) -> Entry:
+    """Runs an autoscheduler, checks its output against NumPy, times it beside the default, stores it."""
+    from ..bench.inputs import make_inputs
+    from ..bench.timing import compare
+    from ..dtypes import tolerance
+    from ..runtime import run_kernel
+    from ..schedule.autoschedule import import_schedule
+    from ..schedule.defaults import default_schedule
+
+    schedule = import_schedule(op, dtypes, params, dims, name, target)
+    kernel = compile_built(build(op, dtypes, params), schedule, target, source=name)
+    arrays = make_inputs(op, dtypes, dims, params)
+    baselines: dict[str, float] = {}
+    if check:
+        got = run_kernel(kernel, op, arrays, dims)
+        want = op.kernel_ref(*arrays, **params)
+        want = want if isinstance(want, tuple) else (want,)
+        for g, w in zip(got, want):
+            rtol, atol = tolerance(g.dtype.name)
+            if not np.allclose(g, w, rtol=rtol * 10, atol=atol * 10, equal_nan=True):
+                raise PyptoError(f"{name} schedule for {op.name} gives wrong results "
+                                 f"(max error {np.nanmax(np.abs(g.astype(float) - w)):.3g}); not stored")
+    time_ms = None
+    if measure:
+        dkernel = compile_built(build(op, dtypes, params),
+                                default_schedule(build(op, dtypes, params), dims, target), target,
+                                source="default")
+        res = compare({name: lambda: run_kernel(kernel, op, arrays, dims),
+                       "default": lambda: run_kernel(dkernel, op, arrays, dims)})
+        time_ms = res[name].median
+        baselines["default"] = res["default"].median
+    key = Key.make(op.name, dtypes, {d: dims[d] for d in op.input_dims}, params,
+                   targets.family(target), kernel.fingerprint)
+    entry = Entry(key=key, schedule=schedule, time_ms=time_ms, baselines=baselines,
+                  provenance=provenance(method=f"autoscheduler:{name}", target=str(target)))
+    db.commit([entry])
+    return entry

@@ -1,0 +1,47 @@
+"""Resolving an op given on the command line: a registered name, ``file.py:NAME`` or ``pkg.mod:NAME``.
+
+Loading a user's file or module runs that user's code, by the user's choice on the command line.
+Schedule files never do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+from ..errors import UnknownOpError
+from ._op import Op
+from ._registry import get_op
+
+
+def resolve_op(spec: str) -> Op:
+    """The op named by ``spec``; UnknownOpError when it cannot be found."""
+    if ":" not in spec:
+        return get_op(spec)
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py") or os.sep in where:
+        path = os.path.abspath(where)
+        if not os.path.isfile(path):
+            raise UnknownOpError(f"no file {where!r} (from {spec!r})")
+        mod_name = f"pypto_user_{abs(hash(path))}"
+        if mod_name not in sys.modules:
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[mod_name] = module
+            try:
+                loader_spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[mod_name]
+                raise
+        module = sys.modules[mod_name]
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            raise UnknownOpError(f"cannot import module {where!r} (from {spec!r}): {e}") from None
+    obj = getattr(module, name, None)
+    if not isinstance(obj, Op):
+        raise UnknownOpError(f"{spec!r}: {name!r} is not a pypto op (declare it with @pypto.op)")
+    return obj
