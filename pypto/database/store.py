@@ -22,24 +22,40 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DatabaseError
+from ..schedule.directives import LIMITS
 from .entry import FAMILY_RE, FORMAT, OP_RE, Entry, Key
 from .jsonio import dumps, strict_loads
 
 
-@functools.lru_cache(maxsize=1)
-def _validator():
+@functools.lru_cache(maxsize=2)
+def _validator(part: str):
+    """The file's schema (``part="file"``, entries unchecked) or one entry's (``"entry"``)."""
     import jsonschema
 
     schema = json.loads((Path(__file__).with_name("schema.json")).read_text())
+    if part == "file":
+        schema["properties"]["entries"] = {"type": "array", "maxItems": 10000}
+    else:
+        schema = {"$defs": schema["$defs"], "$ref": "#/$defs/entry"}
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_document(doc, where: str) -> list[str]:
-    """JSON-Schema problems of a decoded database file, one line each."""
+def _short(msg: str) -> str:
+    return msg if len(msg) <= 200 else f"{msg[:80]} ... {msg[-100:]}"
+
+
+def validate_document(doc, where: str, part: str = "file") -> list[str]:
+    """JSON-Schema problems of a decoded database file (or one entry), one line each."""
+    if part == "entry" and isinstance(doc, dict):
+        sched = doc.get("schedule")
+        ds = sched.get("directives") if isinstance(sched, dict) else None
+        if isinstance(ds, list) and len(ds) > LIMITS["directives"]:
+            # Checked first: validating a million directives one by one would take minutes.
+            return [f"{where}: {len(ds)} directives exceed the limit of {LIMITS['directives']}"]
     problems = []
-    for err in sorted(_validator().iter_errors(doc), key=lambda e: list(e.absolute_path))[:20]:
+    for err in sorted(_validator(part).iter_errors(doc), key=lambda e: list(e.absolute_path))[:20]:
         path = "/".join(str(p) for p in err.absolute_path) or "(top)"
-        problems.append(f"{where}: at {path}: {err.message[:200]}")
+        problems.append(f"{where}: at {path}: {_short(err.message)}")
     return problems
 
 
@@ -153,6 +169,10 @@ class DirectoryDatabase(Database):
                                    f"but lies at {path.parent.name}/{path.name}"])
         entries, problems = [], []
         for i, obj in enumerate(doc["entries"]):
+            bad = validate_document(obj, f"{where} entry #{i}", "entry")
+            if bad:
+                problems += bad
+                continue
             try:
                 e = Entry.from_json(obj, f"{where} entry #{i}")
             except DatabaseError as err:
