@@ -27,6 +27,7 @@ class FuncInfo:
     is_output: bool
     is_input: bool
     type: str
+    calls: frozenset = frozenset()  # base names of the Funcs (and inputs) this one reads
 
 
 @dataclasses.dataclass
@@ -108,6 +109,18 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
             name=name, func=f, args=tuple(a.name() for a in f.args()) if not is_input else (),
             updates=tuple(updates), update_args=tuple(uargs), is_output=real in out_names,
             is_input=is_input, type=numpy_name(f.type()) if f.defined() or is_input else "")
+    base_of = {real: base_name(real) for real in order}
+    call_re = re.compile(r"([A-Za-z_][\w$.]*)\(")
+    for info in funcs.values():
+        if info.is_input:
+            continue
+        f = info.func
+        text = " ".join(str(v) for v in f.values())
+        for u in range(len(info.updates)):
+            text += " " + " ".join(str(v) for v in _update_values(f, u))
+            text += " " + " ".join(str(a) for a in f.update_args(u))
+        info.calls = frozenset(base_of[n] for n in call_re.findall(text)
+                               if n in base_of and base_of[n] != info.name)
     return Built(op=op, dtypes=tuple(dtypes), params=dict(params), images=images,
                  outputs=outputs, pipeline=pipeline, funcs=funcs, order=order)
 

@@ -1,0 +1,441 @@
+"""The tuning loop: one Optuna study per (op, dtypes, shape, params, target), resumable.
+
+Stages, each narrow: the space samples a schedule; the worker compiles it, checks it against the
+NumPy reference and times it interleaved with the current best; Optuna records the result. The
+default schedule and Halide's autoschedulers are measured first and stored in the study as
+completed trials (without knob values), so the result is never worse than the best of them. At the
+end the top candidates, the baselines and NumPy are re-measured side by side, and the winner goes
+to the schedule database only if it also beats the entry already there, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import optuna
+
+from pypto.bench.inputs import complete_dims
+from pypto.compiler import targets
+from pypto.compiler.lower import build, fingerprint
+from pypto.database import DirectoryDatabase, Entry, Key, provenance
+from pypto.database.lookup import distance
+from pypto.errors import PyptoError, TargetError
+from pypto.ops._load import resolve_op
+from pypto.schedule.defaults import default_schedule
+from pypto.schedule.schedule import Schedule
+
+from .evaluate import Evaluator, Result
+from .space import FixedPoint, space_for
+
+AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
+SAMPLERS = ("tpe", "cmaes", "gp", "random")
+PRUNE_FLOOR_MS = 2.0
+
+
+class CandidateFailed(Exception):
+    """A trial whose schedule failed (compile, run, check, crash, timeout): a result, not a bug."""
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    op: str
+    shape: Mapping[str, int]
+    dtypes: tuple[str, ...] | None = None
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    target: str = "host"
+    trials: int = 50
+    timeout_s: float | None = None
+    storage: str | None = None
+    db: str = "schedules"
+    sampler: str = "tpe"
+    seed: int | None = 0
+    baselines: tuple[str, ...] = ("default",) + AUTOSCHEDULERS
+    prune_factor: float = 5.0
+    compile_timeout: float = 120.0
+    run_timeout: float = 60.0
+    autoschedule_timeout: float = 600.0
+    top_k: int = 3
+    write_db: bool = True
+    progress: bool = True
+    heartbeat_interval: int = 5
+    grace_period: int = 20
+    inject: Callable[[int], str | None] | None = None  # tests only: fault per trial number
+
+
+@dataclasses.dataclass
+class TuneResult:
+    study_name: str
+    storage: str
+    table: dict[str, dict]       # name -> timing json (final side-by-side run)
+    winner: str
+    winner_schedule: Schedule
+    written: bool
+    message: str
+    trials: int
+    failures: int
+
+
+def default_storage() -> str:
+    return f"sqlite:///{os.path.abspath('pypto_tune.db')}"
+
+
+def make_storage(url: str, cfg: TuneConfig) -> optuna.storages.RDBStorage:
+    """An RDB storage with heartbeats (so killed trials are failed and retried) and safe engines."""
+    if "://" not in url:
+        url = f"sqlite:///{os.path.abspath(url)}"
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs = {"connect_args": {"timeout": 300}}
+    else:
+        kwargs = {"pool_pre_ping": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # heartbeats are marked experimental in Optuna
+        return optuna.storages.RDBStorage(
+            url, engine_kwargs=kwargs, heartbeat_interval=cfg.heartbeat_interval,
+            grace_period=cfg.grace_period,
+            heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1))
+
+
+def make_sampler(name: str, seed: int | None, n_startup: int = 10):
+    if name == "tpe":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # multivariate TPE is marked experimental
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True,
+                                              n_startup_trials=n_startup)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed)
+    if name == "gp":
+        try:
+            import torch  # noqa: F401  (GPSampler needs it)
+        except ImportError:
+            raise PyptoError("--sampler gp needs PyTorch (pip install 'pypto-halide[torch]')") from None
+        return optuna.samplers.GPSampler(seed=seed)
+    raise PyptoError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+
+
+def study_name(op, dtypes, dims, params, family, fp) -> str:
+    shape = ",".join(f"{k}={v}" for k, v in sorted(dims.items()))
+    ps = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return f"{op}|{'/'.join(dtypes)}|{shape}|{ps}|{family}|{fp}"
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Tuner:
+    """Tunes one op at one shape; see the module docstring."""
+
+    def __init__(self, cfg: TuneConfig, *, say: Callable[[str], None] = print):
+        self.cfg = cfg
+        self.say = say
+        self.op = resolve_op(cfg.op)
+        self.dtypes = tuple(cfg.dtypes) if cfg.dtypes else self.op.dtypes[0]
+        if self.dtypes not in self.op.dtypes:
+            raise PyptoError(f"{self.op.name}: dtypes {self.dtypes} not supported; "
+                             f"choose one of {self.op.dtypes}")
+        self.params = self.op.resolve_params(dict(cfg.params))
+        self.dims = complete_dims(self.op, cfg.shape, self.params)
+        self.target = targets.parse(cfg.target)
+        if self.target.has_gpu_feature() and not _can_run(self.target):
+            raise TargetError(f"cannot measure on {cfg.target}: this machine has no such device. "
+                              f"Tune on a machine that has one; `pypto build --target {cfg.target}` "
+                              "still works here with stored or default schedules")
+        self.family = targets.family(self.target)
+        self.built = build(self.op, self.dtypes, self.params)
+        self.fp = fingerprint(self.built)
+        self.key_dims = {d: self.dims[d] for d in self.op.input_dims}
+        self.name = study_name(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
+        self.storage_url = cfg.storage or default_storage()
+        self.failures = 0
+
+    # -- pieces -------------------------------------------------------------------------------
+    def _space(self):
+        return space_for(build(self.op, self.dtypes, self.params), self.dims, self.target)
+
+    def _incumbent(self, study) -> tuple[dict | None, float | None]:
+        try:
+            best = study.best_trial
+        except ValueError:
+            return None, None
+        return json.loads(best.user_attrs["schedule"]), best.value
+
+    def _add_baselines(self, study, ev: Evaluator) -> None:
+        have = {t.user_attrs.get("baseline") for t in study.get_trials(deepcopy=False)}
+        for name in self.cfg.baselines:
+            if name in have:
+                continue
+            if name == "default":
+                sched = default_schedule(build(self.op, self.dtypes, self.params), self.dims,
+                                         self.target).with_fingerprint(self.fp).to_json()
+                why = ""
+            else:
+                self.say(f"running Halide's {name} autoscheduler ...")
+                sched, why = ev.autoschedule(name, self.cfg.autoschedule_timeout)
+            attrs = {"baseline": name}
+            if sched is None:
+                study.add_trial(optuna.trial.create_trial(
+                    state=optuna.trial.TrialState.FAIL, user_attrs={**attrs, "error": why}))
+                self.say(f"baseline {name}: failed ({why[:200]})")
+                continue
+            inc, inc_val = self._incumbent(study)
+            r = ev.evaluate(sched, incumbent=inc, timing={"budget_s": 10})
+            attrs.update(schedule=json.dumps(sched), status=r.status, hash=_hash(sched))
+            if r.ok:
+                study.add_trial(optuna.trial.create_trial(
+                    value=self._normalize(r, inc_val), user_attrs={**attrs, "raw_ms": r.time_ms}))
+                self.say(f"baseline {name}: {r.time_ms:.3f} ms")
+            else:
+                study.add_trial(optuna.trial.create_trial(
+                    state=optuna.trial.TrialState.FAIL, user_attrs={**attrs, "error": r.error[:2000]}))
+                self.say(f"baseline {name}: {r.status} ({r.error[:200]})")
+
+    @staticmethod
+    def _normalize(r: Result, inc_val: float | None) -> float:
+        """Candidate time scaled by the drift seen on the incumbent timed beside it.
+
+        The correction is bounded (x0.67..x1.5) so that one noisy incumbent sample cannot crown
+        a candidate; the final side-by-side run decides the winner anyway.
+        """
+        if inc_val is not None and r.incumbent_ms and r.incumbent_ms > 0:
+            return r.time_ms * min(1.5, max(0.67, inc_val / r.incumbent_ms))
+        return r.time_ms
+
+    def _objective(self, ev: Evaluator, seen: dict[str, float]):
+        def objective(trial: optuna.Trial) -> float:
+            sched = self._space().sample(trial).with_fingerprint(self.fp).to_json()
+            h = _hash(sched)
+            trial.set_user_attr("schedule", json.dumps(sched))
+            trial.set_user_attr("hash", h)
+            if h in seen:
+                trial.set_user_attr("status", "duplicate")
+                return seen[h]
+            inc, inc_val = self._incumbent(trial.study)
+            # Stop a candidate whose first run is far slower than the best; never for runs under
+            # PRUNE_FLOOR_MS, where one run is mostly noise and a full measurement is cheap.
+            prune = max(inc_val * self.cfg.prune_factor, PRUNE_FLOOR_MS) if inc_val else None
+            inject = self.cfg.inject(trial.number) if self.cfg.inject else None
+            r = ev.evaluate(sched, incumbent=inc, prune_ms=prune, inject=inject)
+            trial.set_user_attr("status", r.status)
+            if r.compile_s is not None:
+                trial.set_user_attr("compile_s", r.compile_s)
+            if r.status == "pruned":
+                trial.set_user_attr("raw_ms", r.time_ms)
+                raise optuna.TrialPruned(f"first run {r.time_ms:.3f} ms > {prune:.3f} ms")
+            if not r.ok:
+                self.failures += 1
+                trial.set_user_attr("error", r.error[:2000])
+                raise CandidateFailed(f"{r.status}: {r.error[:300]}")
+            value = self._normalize(r, inc_val)
+            trial.set_user_attr("raw_ms", r.time_ms)
+            seen[h] = value
+            return value
+
+        return objective
+
+    def _seed_from_nearest(self, study, storage) -> None:
+        """Enqueues the best knob values of the nearest already-tuned shape of this op."""
+        if any(t.params for t in study.get_trials(deepcopy=False)):
+            return
+        prefix = f"{self.op.name}|{'/'.join(self.dtypes)}|"
+        best = None
+        for s in optuna.get_all_study_summaries(storage):
+            parts = s.study_name.split("|")
+            if s.study_name == self.name or not s.study_name.startswith(prefix) or len(parts) != 6:
+                continue
+            if parts[3:5] != self.name.split("|")[3:5]:
+                continue
+            try:
+                dims = dict((k, int(v)) for k, v in (p.split("=") for p in parts[2].split(",")))
+            except ValueError:
+                continue
+            d = distance(self.key_dims, dims)
+            if math.isfinite(d) and (best is None or d < best[0]):
+                best = (d, s.study_name)
+        if best is None:
+            return
+        other = optuna.load_study(study_name=best[1], storage=storage)
+        done = [t for t in other.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+                if t.params]
+        for t in sorted(done, key=lambda t: t.value)[:3]:
+            study.enqueue_trial(t.params, skip_if_exists=True)
+        self.say(f"seeded from the nearest tuned shape ({best[1].split('|')[2]}): "
+                 f"{min(3, len(done))} configurations")
+
+    # -- the whole run ------------------------------------------------------------------------
+    def run_search_only(self) -> None:
+        """Joins the study as an extra searcher: no baselines, no final table, no database write."""
+        self.run(final=False)
+
+    def run(self, final: bool = True) -> TuneResult | None:
+        cfg = self.cfg
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        storage = make_storage(self.storage_url, cfg)
+        study = optuna.create_study(study_name=self.name, storage=storage, direction="minimize",
+                                    sampler=make_sampler(cfg.sampler, cfg.seed), load_if_exists=True)
+        for k, v in (("op", self.op.name), ("dims", self.key_dims), ("dtypes", self.dtypes),
+                     ("params", self.params), ("target", str(self.target)), ("fingerprint", self.fp)):
+            study.set_user_attr(k, v)
+        with Evaluator(cfg.op, self.dtypes, self.params, self.dims, cfg.target,
+                       compile_timeout=cfg.compile_timeout, run_timeout=cfg.run_timeout) as ev:
+            if final:
+                self._add_baselines(study, ev)
+                self._seed_from_nearest(study, storage)
+            searched = [t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs
+                        and t.state != optuna.trial.TrialState.RUNNING]
+            remaining = max(0, cfg.trials - len(searched))
+            if searched:
+                self.say(f"resuming study with {len(searched)} trials done; {remaining} to go")
+            seen = {t.user_attrs["hash"]: t.value for t in study.get_trials(deepcopy=False)
+                    if t.state == optuna.trial.TrialState.COMPLETE and "hash" in t.user_attrs}
+            callbacks = [optuna.study.MaxTrialsCallback(
+                cfg.trials + len(cfg.baselines) + 64,
+                states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+                        optuna.trial.TrialState.FAIL))]
+            bar = _Progress(study, remaining, cfg.timeout_s, self) if cfg.progress else None
+            if bar:
+                callbacks.append(bar)
+            try:
+                if remaining:
+                    study.optimize(self._objective(ev, seen), n_trials=remaining, timeout=cfg.timeout_s,
+                                   catch=(CandidateFailed,), callbacks=callbacks,
+                                   gc_after_trial=False)
+            finally:
+                if bar:
+                    bar.close()
+            return self._finish(study, ev) if final else None
+
+    def _finish(self, study, ev: Evaluator) -> TuneResult:
+        cfg = self.cfg
+        done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+        cands: dict[str, dict] = {}
+        for t in done:
+            if "baseline" in t.user_attrs:
+                cands[t.user_attrs["baseline"]] = json.loads(t.user_attrs["schedule"])
+        tuned = [t for t in sorted(done, key=lambda t: t.value) if "baseline" not in t.user_attrs]
+        hashes = {_hash(s) for s in cands.values()}
+        for t in tuned:
+            if len([n for n in cands if n.startswith("tuned")]) >= cfg.top_k:
+                break
+            s = json.loads(t.user_attrs["schedule"])
+            if _hash(s) not in hashes:
+                cands[f"tuned#{t.number}"] = s
+                hashes.add(_hash(s))
+        db = DirectoryDatabase(cfg.db)
+        key = Key.make(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
+        stored = db.best(key)
+        if stored is not None:
+            cands["stored"] = stored.schedule.to_json()
+        self.say(f"final side-by-side measurement of {len(cands)} schedules and NumPy ...")
+        res = ev.compare(cands, numpy=True)
+        table = res.get("results", {})
+        for n, err in res.get("errors", {}).items():
+            self.say(f"  {n}: excluded ({err[:200]})")
+        ranked = sorted((n for n in table if n != "numpy"), key=lambda n: table[n]["median_ms"])
+        if not ranked:
+            raise PyptoError(f"{self.op.name}: no schedule could be measured; see the worker log "
+                             f"{ev.log_path}")
+        winner = ranked[0]
+        sched = Schedule.from_json(cands[winner])
+        written, message = False, ""
+        if winner == "stored":
+            message = "the stored entry is still the fastest; database unchanged"
+        elif not cfg.write_db:
+            message = "not written (--no-write)"
+        else:
+            base = {n: table[n]["median_ms"] for n in table if n != winner and not n.startswith("tuned")
+                    and n != "stored"}
+            n_trials = len([t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs])
+            entry = Entry(key=key, schedule=sched.with_fingerprint(self.fp),
+                          time_ms=table[winner]["median_ms"], baselines=base,
+                          provenance=provenance(
+                              method="tune" if winner.startswith("tuned") else f"baseline:{winner}",
+                              target=str(self.target), trials=n_trials, sampler=cfg.sampler,
+                              seed=cfg.seed, study=self.name))
+            if stored is not None:
+                db.replace_file(self.op.name, self.family,
+                                [e for e in db.entries(self.op.name, self.family) if e.key != key] + [entry])
+            else:
+                db.commit([entry])
+            written = True
+            message = f"stored in {db.path(self.op.name, self.family)}"
+        return TuneResult(study_name=self.name, storage=self.storage_url, table=table, winner=winner,
+                          winner_schedule=sched, written=written, message=message,
+                          trials=len(study.trials), failures=sum(
+                              t.state == optuna.trial.TrialState.FAIL for t in study.trials))
+
+
+def _can_run(target) -> bool:
+    import halide as hl
+
+    try:
+        return bool(hl.host_supports_target_device(target))
+    except Exception:
+        return False
+
+
+class _Progress:
+    """A progress bar: trials, failures, best, speedup over default and best autoscheduler."""
+
+    def __init__(self, study, total: int, timeout_s, tuner: Tuner):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="trial", dynamic_ncols=True, leave=True)
+        self.start = time.monotonic()
+        self.timeout_s = timeout_s
+        self.base = {t.user_attrs["baseline"]: t.value for t in study.get_trials(deepcopy=False)
+                     if "baseline" in t.user_attrs and t.value is not None}
+
+    def __call__(self, study, trial) -> None:
+        self.bar.update(1)
+        fails = sum(t.state == optuna.trial.TrialState.FAIL and "baseline" not in t.user_attrs
+                    for t in study.get_trials(deepcopy=False))
+        try:
+            best = study.best_value
+        except ValueError:
+            best = None
+        post = {"fail": fails}
+        if best:
+            post["best"] = f"{best:.3f}ms"
+            if self.base.get("default"):
+                post["vs_default"] = f"{self.base['default'] / best:.2f}x"
+            autos = [v for k, v in self.base.items() if k != "default"]
+            if autos:
+                post["vs_auto"] = f"{min(autos) / best:.2f}x"
+        if self.timeout_s:
+            post["left"] = f"{max(0, self.timeout_s - (time.monotonic() - self.start)):.0f}s"
+        self.bar.set_postfix(post)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def format_table(result: TuneResult) -> str:
+    """The final comparison as aligned text, fastest first, with ratios to the winner and NumPy."""
+    t = result.table
+    if not t:
+        return "(nothing measured)"
+    best = t[result.winner]["median_ms"]
+    numpy_ms = t.get("numpy", {}).get("median_ms")
+    lines = [f"{'schedule':<22}{'median ms':>12}{'spread':>9}{'vs winner':>11}{'vs numpy':>10}"]
+    for n in sorted(t, key=lambda n: t[n]["median_ms"]):
+        m = t[n]["median_ms"]
+        vs_np = f"{numpy_ms / m:.2f}x" if numpy_ms else "-"
+        mark = " *" if n == result.winner else ""
+        lines.append(f"{n + mark:<22}{m:>12.3f}{t[n]['spread'] * 100:>8.1f}%{m / best:>10.2f}x{vs_np:>10}")
+    return "\n".join(lines)
+
+
+def fixed_schedule(tuner: Tuner, params: Mapping[str, Any]) -> Schedule:
+    """The schedule of a knob assignment (for tests and replays)."""
+    return tuner._space().sample(FixedPoint(params)).with_fingerprint(tuner.fp)

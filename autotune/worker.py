@@ -1,0 +1,288 @@
+"""The measuring worker: a separate process that compiles, checks and times candidates.
+
+It speaks JSON lines: one request on stdin, one or two replies on its protocol channel (the
+original stdout; anything native code prints to stdout is sent to stderr instead). Requests carry
+schedules as data; the worker parses them with the same strict loader as the database.
+
+Requests:
+  {"cmd": "setup", "op": SPEC, "dtypes": [...], "params": {...}, "dims": {...}, "target": STR,
+   "seed": INT, "memory_mb": INT|null}
+  {"cmd": "eval", "schedule": {...}, "incumbent": {...}|null, "prune_ms": FLOAT|null,
+   "timing": {...}, "inject": null}
+  {"cmd": "compare", "schedules": {NAME: {...}}, "numpy": BOOL, "timing": {...}}
+Replies to eval: {"phase": "compiled", "compile_s": F} then the result object.
+
+``inject`` ("segfault", "abort", "hang", "hang_compile", "oom", "wrong") makes the worker misbehave
+on purpose; the tuner's tests use it to prove that a bad candidate costs only its own trial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+
+def _protocol_channel():
+    """Keeps the real stdout for replies and points file descriptor 1 at stderr."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w", buffering=1)
+
+
+class Worker:
+    def __init__(self, out):
+        self.out = out
+        self.ctx = None
+        self.compiled = {}
+
+    def send(self, obj) -> None:
+        self.out.write(json.dumps(obj) + "\n")
+        self.out.flush()
+
+    # -- requests -----------------------------------------------------------------------------
+    def setup(self, req):
+        import numpy as np
+
+        from pypto.bench.inputs import make_inputs
+        from pypto.compiler import targets
+        from pypto.ops._load import resolve_op
+
+        if req.get("memory_mb"):
+            import resource
+
+            limit = int(req["memory_mb"]) << 20
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        t0 = time.perf_counter()
+        op = resolve_op(req["op"])
+        dtypes = tuple(req["dtypes"])
+        params = op.resolve_params(req["params"])
+        dims = {k: int(v) for k, v in req["dims"].items()}
+        target = targets.parse(req["target"])
+        arrays = make_inputs(op, dtypes, dims, params, seed=req.get("seed", 0))
+        want = op.kernel_ref(*arrays, **params)
+        want = list(want) if isinstance(want, tuple) else [want]
+        want = [np.asarray(w) for w in want]
+        self.ctx = dict(op=op, dtypes=dtypes, params=params, dims=dims, target=target,
+                        arrays=arrays, want=want)
+        self.compiled.clear()
+        return {"ok": True, "setup_s": time.perf_counter() - t0}
+
+    def _kernel(self, sched_obj):
+        from pypto.compiler.jit import compile_built
+        from pypto.compiler.lower import build
+        from pypto.schedule.schedule import Schedule
+
+        c = self.ctx
+        schedule = Schedule.from_json(sched_obj, "candidate")
+        if schedule.hash in self.compiled:
+            return self.compiled[schedule.hash], 0.0
+        t0 = time.perf_counter()
+        built = build(c["op"], c["dtypes"], c["params"])
+        k = compile_built(built, schedule, c["target"], source="candidate")
+        dt = time.perf_counter() - t0
+        if len(self.compiled) > 8:
+            self.compiled.pop(next(iter(self.compiled)))
+        self.compiled[schedule.hash] = k
+        return k, dt
+
+    def _outputs(self):
+        import numpy as np
+
+        c = self.ctx
+        outs = []
+        for spec, w in zip(c["op"].outputs, c["want"]):
+            o = np.empty(tuple(c["dims"][d] for d in spec.dims), dtype=w.dtype)
+            _poison(o)
+            outs.append(o)
+        return outs
+
+    def _runner(self, kernel):
+        from pypto.runtime import run_kernel
+
+        c = self.ctx
+        outs = self._outputs()
+        return (lambda: run_kernel(kernel, c["op"], c["arrays"], c["dims"], out=outs)), outs
+
+    def check(self, kernel, inject=None) -> str | None:
+        """None when the kernel's output matches the reference, else why not."""
+        from pypto.dtypes import tolerance
+
+        run, outs = self._runner(kernel)
+        run()
+        if inject == "wrong":
+            outs[0].flat[0] = outs[0].flat[0] + 1
+        for got, want in zip(outs, self.ctx["want"]):
+            err = _mismatch(got, want, tolerance(want.dtype.name))
+            if err:
+                return err
+        return None
+
+    def eval(self, req):
+        from pypto.bench.timing import compare
+
+        inject = req.get("inject")
+        if inject == "hang_compile":
+            _spin()
+        kernel, compile_s = self._kernel(req["schedule"])
+        self.send({"phase": "compiled", "compile_s": compile_s})
+        if inject == "segfault":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if inject == "abort":
+            os.abort()
+        if inject == "hang":
+            _spin()
+        if inject == "oom":
+            hog = []
+            while True:
+                hog.append(bytearray(1 << 28))
+        problem = self.check(kernel, inject)
+        if problem:
+            return {"status": "wrong", "error": problem, "compile_s": compile_s}
+        run, _ = self._runner(kernel)
+        t = req.get("timing") or {}
+        with _measure_lock():
+            t0 = time.perf_counter()
+            run()
+            first_ms = (time.perf_counter() - t0) * 1000
+            prune = req.get("prune_ms")
+            if prune is not None and first_ms > prune:
+                return {"status": "pruned", "time_ms": first_ms, "compile_s": compile_s}
+            fns = {"candidate": run}
+            if req.get("incumbent") is not None:
+                inc, _ = self._kernel(req["incumbent"])
+                fns["incumbent"] = self._runner(inc)[0]
+            res = compare(fns, min_rounds=t.get("min_rounds", 3), max_rounds=t.get("max_rounds", 15),
+                          target_spread=t.get("target_spread", 0.05), budget_s=t.get("budget_s", 5.0))
+        out = {"status": "ok", "time_ms": res["candidate"].median, "spread": res["candidate"].spread,
+               "compile_s": compile_s, "first_ms": first_ms}
+        if "incumbent" in res:
+            out["incumbent_ms"] = res["incumbent"].median
+        return out
+
+    def autoschedule(self, req):
+        """Runs one of Halide's autoschedulers for the set-up call; returns its schedule (data)."""
+        from pypto.schedule.autoschedule import import_schedule
+
+        c = self.ctx
+        t0 = time.perf_counter()
+        s = import_schedule(c["op"], c["dtypes"], c["params"], c["dims"], req["name"], c["target"])
+        return {"status": "ok", "schedule": s.to_json(), "seconds": time.perf_counter() - t0}
+
+    def compare(self, req):
+        from pypto.bench.timing import compare
+
+        fns, errors = {}, {}
+        for name, sched in req["schedules"].items():
+            try:
+                kernel, _ = self._kernel(sched)
+                problem = self.check(kernel)
+            except Exception as e:  # a baseline that fails is reported, not fatal
+                problem = f"{type(e).__name__}: {e}"
+            if problem:
+                errors[name] = problem
+                continue
+            fns[name] = self._runner(kernel)[0]
+        if req.get("numpy"):
+            c = self.ctx
+            fns["numpy"] = lambda: c["op"].kernel_ref(*c["arrays"], **c["params"])
+        t = req.get("timing") or {}
+        with _measure_lock():
+            res = compare(fns, min_rounds=t.get("min_rounds", 7), max_rounds=t.get("max_rounds", 31),
+                          target_spread=t.get("target_spread", 0.03), budget_s=t.get("budget_s", 60.0))
+        return {"results": {n: r.to_json() for n, r in res.items()}, "errors": errors}
+
+
+def _poison(a) -> None:
+    import numpy as np
+
+    if a.dtype.kind == "f":
+        a.fill(np.nan)
+    elif a.dtype.kind in "iu":
+        a.fill(np.iinfo(a.dtype).max - 3)
+    else:
+        a.fill(True)
+
+
+def _mismatch(got, want, tol) -> str | None:
+    import numpy as np
+
+    if got.shape != want.shape:
+        return f"shape {got.shape} != {want.shape}"
+    if got.dtype.kind == "f":
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        if not np.array_equal(np.isnan(g), np.isnan(w)):
+            return f"NaN at {int(np.sum(np.isnan(g) != np.isnan(w)))} places (unwritten or wrong)"
+        ok = ~np.isnan(w)
+        scale = max(float(np.max(np.abs(w[ok]))) if ok.any() else 0.0, 1e-30)
+        err = float(np.max(np.abs(g[ok] - w[ok]))) if ok.any() else 0.0
+        rtol, atol = tol
+        if err > max(atol, rtol * scale) * 10:
+            return f"max error {err:.3g} (scale {scale:.3g})"
+        return None
+    if not np.array_equal(got, want):
+        return f"{int(np.sum(got != want))} elements differ"
+    return None
+
+
+def _spin():
+    while True:
+        pass
+
+
+class _measure_lock:
+    """One measurement at a time on this machine, across every tuner process."""
+
+    def __enter__(self):
+        from filelock import FileLock
+
+        path = os.environ.get("PYPTO_MEASURE_LOCK") or os.path.join(tempfile.gettempdir(),
+                                                                     "pypto-measure.lock")
+        self.lock = FileLock(path)
+        self.lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
+def main() -> int:
+    out = _protocol_channel()
+    w = Worker(out)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            cmd = req.get("cmd")
+            if cmd == "setup":
+                reply = w.setup(req)
+            elif cmd == "eval":
+                reply = w.eval(req)
+            elif cmd == "compare":
+                reply = w.compare(req)
+            elif cmd == "autoschedule":
+                reply = w.autoschedule(req)
+            elif cmd == "quit":
+                return 0
+            else:
+                reply = {"status": "error", "error": f"unknown command {cmd!r}"}
+        except MemoryError:
+            reply = {"status": "oom", "error": "out of memory"}
+        except Exception as e:
+            from pypto.errors import CompileError, ExecutionError, ScheduleError
+
+            kind = ("compile_error" if isinstance(e, (CompileError, ScheduleError)) else
+                    "runtime_error" if isinstance(e, ExecutionError) else "error")
+            reply = {"status": kind, "error": f"{type(e).__name__}: {e}"[:2000],
+                     "trace": traceback.format_exc()[-2000:]}
+        w.send(reply)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""``pypto tune``: search schedules for an op and shape with Optuna; store the winner.
+
+The tuner lives in the ``autotune`` package; it is imported only when this command runs, so
+``import pypto`` never loads Optuna.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import click
+
+from ..errors import ParamError
+from .common import dtype_option, param_option, parse_params, target_option
+
+
+def parse_duration(text: str | None) -> float | None:
+    """``"90"``, ``"90s"``, ``"15m"``, ``"1h"`` -> seconds."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise ParamError(f"--timeout {text!r}: use a number of seconds or e.g. 90s, 15m, 1h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def read_suite(path: str) -> list[dict]:
+    """A suite file: JSON list of {"op", "shape", "dtype"?, "params"?} (``shape`` as "M=1,N=2")."""
+    from ..database.jsonio import strict_loads
+
+    with open(path, "rb") as f:
+        doc = strict_loads(f.read(), path)
+    items = doc.get("ops") if isinstance(doc, dict) else doc
+    if not isinstance(items, list):
+        raise ParamError(f"{path}: a suite is a list of {{op, shape}} objects (or {{\"ops\": [...]}})")
+    for i, it in enumerate(items):
+        if not isinstance(it, dict) or "op" not in it or "shape" not in it:
+            raise ParamError(f"{path}: item #{i} needs 'op' and 'shape'")
+    return items
+
+
+@click.command()
+@click.argument("op_name", required=False)
+@click.option("--shape", "shapes", multiple=True, help="Named dims, e.g. M=1024,N=1024,K=1024 (repeatable).")
+@dtype_option
+@param_option
+@target_option
+@click.option("--trials", default=50, show_default=True, help="Search trials per shape (baselines extra).")
+@click.option("--timeout", default=None, help="Wall-clock budget per shape: 90s, 15m, 1h.")
+@click.option("--storage", default=None, help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
+@click.option("--db", "db_dir", default="schedules", show_default=True, type=click.Path(),
+              help="Schedule database folder that receives winners.")
+@click.option("--sampler", default="tpe", show_default=True, type=click.Choice(["tpe", "cmaes", "gp", "random"]))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--n-jobs", default=1, show_default=True, type=int,
+              help="Tuner processes on this study (they compile in parallel, measure one at a time).")
+@click.option("--suite", default=None, type=click.Path(exists=True), help="JSON list of ops and shapes.")
+@click.option("--baselines", default="default,adams2019,mullapudi2016,li2018", show_default=True,
+              help="Schedules measured first (comma list; 'none' for no autoschedulers).")
+@click.option("--no-write", is_flag=True, help="Do not write the database.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "json_out", default=None, type=click.Path(), help="Write results as JSON.")
+@click.option("--worker-only", is_flag=True, hidden=True)
+def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_dir, sampler, seed,
+         n_jobs, suite, baselines, no_write, no_progress, json_out, worker_only):
+    """Tune OP (a built-in op, path/file.py:NAME or package.module:NAME) for one or more shapes."""
+    from ..bench.inputs import parse_shape
+
+    try:
+        from autotune.tuner import TuneConfig, Tuner, format_table
+    except ImportError as e:
+        raise click.ClickException(f"the tuner needs its dependencies ({e}); reinstall PyPTO") from None
+
+    if suite:
+        jobs = [(it["op"], parse_shape(it["shape"]), it.get("dtype"), it.get("params", {}))
+                for it in read_suite(suite)]
+    elif op_name and shapes:
+        jobs = [(op_name, parse_shape(s), dtype, parse_params(params)) for s in shapes]
+    elif op_name:
+        from ..ops._load import resolve_op
+
+        op = resolve_op(op_name)
+        if not op.example:
+            raise click.UsageError(f"give --shape with {', '.join(op.input_dims)}")
+        click.echo(f"no --shape given: tuning {op.name} at its example shape "
+                   f"{','.join(f'{k}={v}' for k, v in op.example.items())}")
+        jobs = [(op_name, dict(op.example), dtype, parse_params(params))]
+    else:
+        raise click.UsageError("give OP (with --shape) or --suite FILE")
+    base = tuple(b for b in baselines.split(",") if b and b != "none")
+    secs = parse_duration(timeout)
+    results = []
+    for spec, shape, dt, ps in jobs:
+        cfg = TuneConfig(op=spec, shape=shape, dtypes=_dtypes(spec, dt), params=ps, target=target,
+                         trials=trials, timeout_s=secs, storage=storage, db=db_dir, sampler=sampler,
+                         seed=seed, baselines=base, write_db=not no_write,
+                         progress=not no_progress and not worker_only)
+        tuner = Tuner(cfg, say=(lambda s: None) if worker_only else click.echo)
+        if worker_only:
+            tuner.run_search_only()
+            continue
+        click.echo(click.style(f"\n== {tuner.name.split('|')[0]} {tuner.name.split('|')[2]} "
+                               f"({'/'.join(tuner.dtypes)}, {tuner.family})", bold=True))
+        helpers = _spawn_helpers(n_jobs, spec, shape, dt, ps, cfg)
+        try:
+            res = tuner.run()
+        finally:
+            for p in helpers:
+                p.wait()
+        click.echo(format_table(res))
+        t = res.table
+        if "default" in t:
+            sp = t["default"]["median_ms"] / t[res.winner]["median_ms"]
+            autos = [t[a]["median_ms"] for a in ("adams2019", "mullapudi2016", "li2018") if a in t]
+            line = f"speedup over the default schedule: {sp:.2f}x"
+            if autos:
+                line += f"; over the best autoscheduler: {min(autos) / t[res.winner]['median_ms']:.2f}x"
+            click.echo(line)
+        click.echo(f"{res.trials} trials ({res.failures} failed) in study {res.study_name!r}; {res.message}")
+        results.append({"study": res.study_name, "table": res.table, "winner": res.winner,
+                        "written": res.written, "schedule": res.winner_schedule.to_json()})
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+
+
+def _dtypes(spec, dt):
+    if dt is None:
+        return None
+    from ..ops._load import resolve_op
+    from .common import dtype_signature
+
+    return dtype_signature(resolve_op(spec), dt)
+
+
+def _spawn_helpers(n_jobs, spec, shape, dt, ps, cfg):
+    if n_jobs <= 1:
+        return []
+    if cfg.storage is None:
+        from autotune.tuner import default_storage
+
+        cfg.storage = default_storage()
+    cmd = [sys.executable, "-m", "pypto.cli.main", "tune", spec, "--worker-only", "--no-progress",
+           "--shape", ",".join(f"{k}={v}" for k, v in shape.items()), "--trials", str(cfg.trials),
+           "--storage", cfg.storage, "--target", cfg.target, "--sampler", cfg.sampler,
+           "--baselines", ",".join(cfg.baselines) or "none"]
+    if dt:
+        cmd += ["--dtype", dt]
+    for k, v in ps.items():
+        cmd += ["--param", f"{k}={v}"]
+    if cfg.timeout_s:
+        cmd += ["--timeout", str(cfg.timeout_s)]
+    procs = []
+    for i in range(n_jobs - 1):
+        procs.append(subprocess.Popen(cmd + ["--seed", str((cfg.seed or 0) + 1 + i)], env=os.environ.copy()))
+    return procs
