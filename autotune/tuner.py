@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import os
+import socket
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -68,6 +69,7 @@ class TuneConfig:
     heartbeat_interval: int = 5
     grace_period: int = 20
     inject: Callable[[int], str | None] | None = None  # tests only: fault per trial number
+    evaluator: Callable[..., Any] = Evaluator  # swapped for a fake in deterministic tests
 
 
 @dataclasses.dataclass
@@ -213,6 +215,7 @@ class Tuner:
 
     def _objective(self, ev: Evaluator, seen: dict[str, float]):
         def objective(trial: optuna.Trial) -> float:
+            trial.set_user_attr("owner", _OWNER)
             sched = self._space().sample(trial).with_fingerprint(self.fp).to_json()
             h = _hash(sched)
             trial.set_user_attr("schedule", json.dumps(sched))
@@ -242,6 +245,24 @@ class Tuner:
             return value
 
         return objective
+
+    def _reap_dead(self, study) -> None:
+        """Fails trials left RUNNING by a tuner process of this machine that no longer exists.
+
+        Heartbeats catch those too, but only after their grace period; a user who reruns a killed
+        tuner at once should not wait for it. The trial's knob values are queued again.
+        """
+        host = _OWNER.rsplit(":", 1)[0]
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            owner = t.user_attrs.get("owner", "")
+            h, _, pid = owner.rpartition(":")
+            if h != host or not pid.isdigit() or _alive(int(pid)):
+                continue
+            study._storage.set_trial_user_attr(t._trial_id, "error", "tuner process died mid-trial")
+            study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+            if t.params:
+                study.enqueue_trial(t.params, skip_if_exists=False)
+            self.say(f"trial {t.number} was left running by a dead tuner (pid {pid}); failed and queued again")
 
     def _seed_from_nearest(self, study, storage) -> None:
         """Enqueues the best knob values of the nearest already-tuned shape of this op."""
@@ -286,8 +307,9 @@ class Tuner:
         for k, v in (("op", self.op.name), ("dims", self.key_dims), ("dtypes", self.dtypes),
                      ("params", self.params), ("target", str(self.target)), ("fingerprint", self.fp)):
             study.set_user_attr(k, v)
-        with Evaluator(cfg.op, self.dtypes, self.params, self.dims, cfg.target,
-                       compile_timeout=cfg.compile_timeout, run_timeout=cfg.run_timeout) as ev:
+        with cfg.evaluator(cfg.op, self.dtypes, self.params, self.dims, cfg.target,
+                           compile_timeout=cfg.compile_timeout, run_timeout=cfg.run_timeout) as ev:
+            self._reap_dead(study)
             if final:
                 self._add_baselines(study, ev)
                 self._seed_from_nearest(study, storage)
@@ -319,29 +341,32 @@ class Tuner:
         cfg = self.cfg
         done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
         cands: dict[str, dict] = {}
-        for t in done:
-            if "baseline" in t.user_attrs:
-                cands[t.user_attrs["baseline"]] = json.loads(t.user_attrs["schedule"])
-        tuned = [t for t in sorted(done, key=lambda t: t.value) if "baseline" not in t.user_attrs]
-        hashes = {_hash(s) for s in cands.values()}
-        for t in tuned:
-            if len([n for n in cands if n.startswith("tuned")]) >= cfg.top_k:
-                break
-            s = json.loads(t.user_attrs["schedule"])
-            if _hash(s) not in hashes:
-                cands[f"tuned#{t.number}"] = s
-                hashes.add(_hash(s))
         db = DirectoryDatabase(cfg.db)
         key = Key.make(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
         stored = db.best(key)
         if stored is not None:
             cands["stored"] = stored.schedule.to_json()
+        for t in done:
+            if "baseline" in t.user_attrs:
+                cands[t.user_attrs["baseline"]] = json.loads(t.user_attrs["schedule"])
+        tuned = [t for t in sorted(done, key=lambda t: t.value) if "baseline" not in t.user_attrs]
+        hashes = {_hash(dict(s, fingerprint=None)) for s in cands.values()}
+        for t in tuned:
+            if len([n for n in cands if n.startswith("tuned")]) >= cfg.top_k:
+                break
+            s = json.loads(t.user_attrs["schedule"])
+            h = _hash(dict(s, fingerprint=None))
+            if h not in hashes:
+                cands[f"tuned#{t.number}"] = s
+                hashes.add(h)
         self.say(f"final side-by-side measurement of {len(cands)} schedules and NumPy ...")
         res = ev.compare(cands, numpy=True)
         table = res.get("results", {})
         for n, err in res.get("errors", {}).items():
             self.say(f"  {n}: excluded ({err[:200]})")
-        ranked = sorted((n for n in table if n != "numpy"), key=lambda n: table[n]["median_ms"])
+        # On a tie the stored entry stays: a rewrite must be earned.
+        ranked = sorted((n for n in table if n != "numpy"),
+                        key=lambda n: (table[n]["median_ms"], n != "stored"))
         if not ranked:
             raise PyptoError(f"{self.op.name}: no schedule could be measured; see the worker log "
                              f"{ev.log_path}")
@@ -373,6 +398,19 @@ class Tuner:
                           winner_schedule=sched, written=written, message=message,
                           trials=len(study.trials), failures=sum(
                               t.state == optuna.trial.TrialState.FAIL for t in study.trials))
+
+
+_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _can_run(target) -> bool:
