@@ -98,12 +98,22 @@ def make_storage(url: str, cfg: TuneConfig) -> optuna.storages.RDBStorage:
         kwargs = {"connect_args": {"timeout": 300}}
     else:
         kwargs = {"pool_pre_ping": True}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # heartbeats are marked experimental in Optuna
-        return optuna.storages.RDBStorage(
-            url, engine_kwargs=kwargs, heartbeat_interval=cfg.heartbeat_interval,
-            grace_period=cfg.grace_period,
-            heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1))
+    import sqlalchemy.exc
+
+    for attempt in range(6):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # heartbeats are marked experimental in Optuna
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=kwargs, heartbeat_interval=cfg.heartbeat_interval,
+                    grace_period=cfg.grace_period,
+                    heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1))
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            # Two tuners creating the tables of a new database at once: the loser retries.
+            if attempt == 5:
+                raise
+            time.sleep(0.5 + attempt)
+    raise AssertionError("unreachable")
 
 
 def make_sampler(name: str, seed: int | None, n_startup: int = 10):
