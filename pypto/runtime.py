@@ -103,7 +103,8 @@ def dense(a: np.ndarray) -> np.ndarray:
     """``a`` itself when Halide can read it in place, else a dense copy."""
     if a.ndim == 0:
         return a.reshape(1)
-    if a.strides[-1] == a.itemsize and all(s >= 0 for s in a.strides) and a.flags.aligned:
+    if (a.strides[-1] == a.itemsize and all(s >= 0 for s in a.strides) and a.flags.aligned
+            and a.flags.writeable):  # hl.Buffer refuses read-only arrays
         return a
     return np.ascontiguousarray(a)
 

@@ -11,6 +11,9 @@ float16 operands are multiplied and accumulated in float32 and the result is rou
 
 from __future__ import annotations
 
+import inspect
+import operator
+
 import halide as hl
 import numpy as np
 
@@ -28,7 +31,7 @@ def _acc_type(t: hl.Type) -> hl.Type:
 
 def _writable(a: np.ndarray) -> np.ndarray:
     """``a`` or a dense copy of it when it cannot be handed to a kernel as is (a broadcast view)."""
-    return a if a.flags.writeable else np.ascontiguousarray(a).copy()
+    return a if a.flags.writeable else np.array(a, order="C")
 
 
 # -- references ----------------------------------------------------------------------------------
@@ -37,15 +40,15 @@ def _float16_safe(fn):
     """Runs a NumPy reference in float32 for float16 operands and rounds the result back."""
 
     def ref(*arrays, **kw):
-        arrays = [np.asarray(a) for a in arrays]
-        if any(a.dtype == np.float16 for a in arrays):
-            out = fn(*[a.astype(np.float32) for a in arrays], **kw)
+        arrays = [None if a is None else np.asarray(a) for a in arrays]
+        if any(a is not None and a.dtype == np.float16 for a in arrays):
+            out = fn(*[None if a is None else a.astype(np.float32) for a in arrays], **kw)
             return np.asarray(out).astype(np.float16)
         return fn(*arrays, **kw)
 
     ref.__name__ = fn.__name__
     ref.__doc__ = fn.__doc__
-    ref.__signature__ = __import__("inspect").signature(fn)
+    ref.__signature__ = inspect.signature(fn)
     return ref
 
 
@@ -63,11 +66,11 @@ def _linear_ref(x, weight, bias=None):
 
 
 def _transpose_ref(x, axes=None):
-    return np.ascontiguousarray(np.transpose(x, axes))
+    return np.transpose(x, axes).copy()
 
 
 def _batch_transpose_ref(x):
-    return np.ascontiguousarray(np.transpose(x, (0, 2, 1, 3)))
+    return np.transpose(x, (0, 2, 1, 3)).copy()
 
 
 # -- matmul --------------------------------------------------------------------------------------
@@ -81,7 +84,7 @@ def _matmul_frontend(a, b):
             raise ShapeError(f"matmul: argument '{name}' must have at least 1 dimension, "
                              f"got a 0-D array (use multiply for scalars)")
     if a.ndim == 2 and b.ndim == 2:
-        return matmul.kernel(a, b)
+        return matmul.kernel(_writable(a), _writable(b))
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
     a2 = a[None, :] if a_vec else a
     b2 = b[:, None] if b_vec else b
@@ -110,6 +113,8 @@ def _matmul_frontend(a, b):
         out = out[..., 0, :]
     if b_vec:
         out = out[..., 0]
+    if out.ndim == 0:
+        return out[()]  # 1-D @ 1-D is a scalar, as in NumPy
     return np.ascontiguousarray(out)
 
 
@@ -172,7 +177,7 @@ def _linear_frontend(x, weight, bias=None):
             raise ShapeError(f"linear: argument 'bias' must be 1-D [out_features], "
                              f"got shape {bias.shape}")
     lead = x.shape[:-1]
-    out = linear.kernel(_writable(x).reshape(-1, x.shape[-1]), weight, _writable(bias))
+    out = linear.kernel(_writable(x).reshape(-1, x.shape[-1]), _writable(weight), _writable(bias))
     return out.reshape(lead + (weight.shape[0],))
 
 
@@ -237,7 +242,7 @@ def _transpose_frontend(x, axes=None):
         if isinstance(axes, (int, np.integer)):
             axes = (axes,)
         try:
-            axes = tuple(int(a) for a in axes)
+            axes = tuple(operator.index(a) for a in axes)
         except TypeError:
             raise ParamError(f"transpose: parameter 'axes' must be a sequence of ints, "
                              f"got {axes!r}") from None
@@ -261,7 +266,7 @@ def _transpose_frontend(x, axes=None):
         return np.array(x, order="C").reshape(out_shape)
     cur = _writable(x).reshape(sizes)
     if len(perm) == 2:
-        return transpose.kernel(cur).reshape(out_shape)
+        return transpose.kernel(_writable(cur)).reshape(out_shape)
     # Bring the axes into place one at a time; each step swaps two neighbouring axis groups.
     cur_axes = list(range(len(perm)))
     shape = list(sizes)

@@ -1,0 +1,214 @@
+"""Default schedules of the linear algebra ops: blocked matrix products and tiled transposes.
+
+The matrix product ``out[n, m] = sum_k a[k, m] * b[n, k]`` is computed in tiles of the output, one
+parallel task per tile. A tile is ``TX`` columns by ``TY`` rows; its accumulator ``acc`` lives in a
+small buffer and is updated by a register block of ``RY`` rows by ``RX = 3 vectors`` columns at a
+time, with the reduction over ``k`` split into blocks of ``KC`` (so that the slice of ``b`` a
+register block reads stays in L1) and unrolled by ``KU``. The ``TX`` columns of ``b`` a tile needs
+are first copied to a dense staging buffer (``bp``), which keeps the inner loop on unit-stride loads
+whatever the row stride of ``b``.
+
+Every split's factor is derived from the call's sizes so that any size is correct: output splits use
+``shift_inwards`` (factors never exceed the extent), splits inside the accumulator use
+``guard_with_if`` (only the reduction can have a partial block).
+"""
+
+from __future__ import annotations
+
+from ..defaults import D, output_directives, template
+
+SI = "shift_inwards"
+GW = "guard_with_if"
+
+#: Register block: RY output rows by REG_VECTORS vectors of output columns (12 accumulators).
+RY = 4
+REG_VECTORS = 3
+#: Output rows per tile, reduction block, and reduction unroll.
+TY = 512
+KC = 512
+KU = 4
+#: Products with fewer multiply-adds use the small-product schedule (one thread).
+SERIAL_MACS = 1 << 18
+#: Rows per parallel task of a matrix-vector product.
+MATVEC_ROWS = 64
+#: Fewer output rows than this do not pay for staging ``b``.
+STAGE_MIN_ROWS = 16
+
+
+def _lanes_for(built, lanes: int) -> int:
+    # float16 products are computed in float32: use the float32 vector width.
+    return lanes // 2 if built.out_dtypes[0] == "float16" else lanes
+
+
+def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int, K: int,
+                    batch: str | None = None, B: int = 1, b_src: str = "b",
+                    b_is_func: bool = False) -> list:
+    """Directives for ``out[n, m(, batch)] = acc``, ``acc[n, m] += a[k, m] * B[n, k]``.
+
+    ``b_src`` is the operand read along ``n`` in the inner loop: an input (staged with ``wrap``)
+    or a Func of the algorithm (computed per tile). Products of one output column use
+    :func:`matvec_directives`, small ones :func:`small_gemm_directives`.
+    """
+    if M * N * K * B < SERIAL_MACS:
+        return small_gemm_directives(lanes, n=n, m=m, b_src=b_src, b_is_func=b_is_func)
+    if N == 1 and K >= lanes and batch is None:
+        return matvec_directives(lanes, n=n, m=m, k=k, M=M)
+    ds: list = []
+    # Columns: a register block is RX = up to REG_VECTORS vectors; narrow outputs use what fits.
+    if N >= lanes:
+        vec = lanes
+        tx = min(REG_VECTORS * lanes, lanes * (N // lanes))
+    else:
+        vec = 1
+        tx = N
+    ry = min(RY, M)
+    ty = max(ry, min(TY, M) // ry * ry)
+    kc = min(KC, K)
+    ku = min(KU, kc)
+    ds += [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
+           D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
+           D("reorder", "out", vars=["ni", "mi", "no", "mo"])]
+    if vec > 1:
+        ds += [D("split", "out", var="ni", outer="nio", inner="nii", factor=vec, tail=SI),
+               D("vectorize", "out", var="nii")]
+    # One task per output tile; consecutive tasks share the rows of ``a`` they read.
+    ds.append(D("fuse", "out", inner="no", outer="mo", fused="tile"))
+    task = "tile"
+    if batch is not None:
+        ds.append(D("fuse", "out", inner="tile", outer=batch, fused="task"))
+        task = "task"
+    ds.append(D("parallel", "out", var=task))
+    # The accumulator of one tile, updated one register block at a time.
+    ds.append(D("compute_at", "acc", at="out", var=task))
+    if vec > 1:
+        ds.append(D("vectorize", "acc", var=n, factor=vec))
+    ds += [D("split", "acc", 1, var=k, outer="ko", inner="ki", factor=kc, tail=GW),
+           D("split", "acc", 1, var="ki", outer="kio", inner="kii", factor=ku, tail=GW),
+           D("split", "acc", 1, var=m, outer="mo", inner="mi", factor=ry, tail=GW)]
+    if vec > 1:
+        ds.append(D("split", "acc", 1, var=n, outer="nio", inner="nii", factor=vec, tail=GW))
+        ds.append(D("reorder", "acc", 1, vars=["nii", "nio", "mi", "kii", "kio", "mo", "ko"]))
+        ds.append(D("vectorize", "acc", 1, var="nii"))
+        ds.append(D("unroll", "acc", 1, var="nio", factor=tx // vec, tail=GW))
+    else:
+        ds.append(D("reorder", "acc", 1, vars=[n, "mi", "kii", "kio", "mo", "ko"]))
+        if tx > 1:
+            ds.append(D("unroll", "acc", 1, var=n, factor=tx, tail=GW))
+    ds += [D("unroll", "acc", 1, var="mi"), D("unroll", "acc", 1, var="kii")]
+    # Stage the operand's columns of a tile (all of k) densely.
+    if b_is_func:
+        ds.append(D("compute_at", b_src, at="out", var=task))
+        if vec > 1:
+            ds.append(D("vectorize", b_src, var=n, factor=vec))
+    elif M >= STAGE_MIN_ROWS:
+        ds += [D("wrap", b_src, consumer="acc", **{"as": "bp"}),
+               D("compute_at", "bp", at="out", var=task)]
+        if vec > 1:
+            ds.append(D("vectorize", "bp", var="_0", factor=vec))
+    return ds
+
+
+def matvec_directives(lanes: int, *, n: str, m: str, k: str, M: int) -> list:
+    """One output column: each row's dot product is split into ``lanes`` partial sums (a vector
+    along k, contiguous in both operands), added up at the end."""
+    ty = min(MATVEC_ROWS, M)
+    ru = min(RY, ty)
+    return [
+        D("bound", "out", var=n, min=0, extent=1),
+        D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
+        D("parallel", "out", var="mo"),
+        D("compute_at", "acc", at="out", var="mo"),
+        D("split", "acc", 1, var=k, outer="ko", inner="kv", factor=lanes, tail=GW),
+        D("rfactor", "acc", 1, pairs=[["kv", "u"]], intm="partial"),
+        D("compute_at", "partial", at="out", var="mo"),
+        D("vectorize", "partial", var="u"),
+        D("split", "partial", 1, var=m, outer="mo", inner="mi", factor=ru, tail=GW),
+        D("reorder", "partial", 1, vars=["u", "mi", "ko", "mo"]),
+        D("vectorize", "partial", 1, var="u"),
+        D("unroll", "partial", 1, var="mi"),
+    ]
+
+
+def small_gemm_directives(lanes: int, *, n: str, m: str, b_src: str, b_is_func: bool) -> list:
+    """A schedule for small products that does not depend on the sizes (one compiled kernel
+    serves them all): rows of the output vectorized along n, each row's sums in registers."""
+    ds = [D("vectorize", "out", var=n, factor=lanes, tail=GW),
+          D("compute_at", "acc", at="out", var=m),
+          D("vectorize", "acc", var=n, factor=lanes, tail=GW),
+          D("vectorize", "acc", 1, var=n, factor=lanes, tail=GW)]
+    if b_is_func:
+        ds.append(D("compute_root", b_src))
+    return ds
+
+
+@template("matmul")
+def _matmul(built, dims, lanes):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
+                           K=dims["K"])
+
+
+@template("batch_matmul")
+def _batch_matmul(built, dims, lanes):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
+                           K=dims["K"], batch="b", B=dims["B"])
+
+
+@template("linear")
+def _linear(built, dims, lanes):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="o", m="r", k="i$x", N=dims["O"], M=dims["R"],
+                           K=dims["I"], b_src="wt", b_is_func=True)
+
+
+# -- transposes -----------------------------------------------------------------------------------
+
+#: Side of the square blocks a transpose moves at a time (at most one vector).
+TRANSPOSE_BLOCK = 8
+#: Blocks are grouped into tiles of this many rows and columns, one tile per parallel step.
+TRANSPOSE_TILE = 64
+#: Fewer elements than this are copied on one thread.
+TRANSPOSE_SERIAL = 1 << 16
+
+
+def _tiled_transpose(r: str, c: str, R: int, C: int, lanes: int, outer: list[str],
+                     parallel: bool) -> list:
+    """``out[r, c] = x[c, r]``: square blocks, vectorized along r and unrolled along c (reads and
+    writes stay within a few cache lines), grouped into larger tiles."""
+    t = min(lanes, TRANSPOSE_BLOCK)
+    g = TRANSPOSE_TILE // t
+    ds = [D("split", "out", var=r, outer="ro", inner="ri", factor=t, tail=SI),
+          D("split", "out", var=c, outer="co", inner="ci", factor=t, tail=SI),
+          D("split", "out", var="ro", outer="roo", inner="roi", factor=g, tail=GW),
+          D("split", "out", var="co", outer="coo", inner="coi", factor=g, tail=GW),
+          D("reorder", "out", vars=["ri", "ci", "roi", "coi", "roo", "coo", *outer]),
+          D("vectorize", "out", var="ri"),
+          D("unroll", "out", var="ci")]
+    if parallel:
+        task = "coo"
+        for i, o in enumerate(outer):
+            ds.append(D("fuse", "out", inner=task, outer=o, fused=f"t{i}"))
+            task = f"t{i}"
+        ds.append(D("parallel", "out", var=task))
+    return ds
+
+
+@template("transpose")
+def _transpose(built, dims, lanes):
+    R, C = dims["R"], dims["C"]
+    t = min(lanes, TRANSPOSE_BLOCK)
+    if R < t or C < t:
+        return output_directives("out", ("r", "c"), dims, lanes)
+    return _tiled_transpose("r", "c", R, C, lanes, [], R * C >= TRANSPOSE_SERIAL)
+
+
+@template("batch_transpose")
+def _batch_transpose(built, dims, lanes):
+    B, R, C, E = dims["B"], dims["R"], dims["C"], dims["E"]
+    t = min(lanes, TRANSPOSE_BLOCK)
+    parallel = B * R * C * E >= TRANSPOSE_SERIAL
+    if E == 1 and R >= t and C >= t:
+        return _tiled_transpose("r", "c", R, C, lanes, ["b"], parallel)
+    # Blocks of E contiguous elements move whole: copy them as vectors.
+    return output_directives("out", ("e", "r", "c", "b"), dims, lanes)

@@ -1,0 +1,348 @@
+"""Linear algebra (matmul, batch_matmul, linear, transpose, batch_transpose) against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto.ops as P
+from helpers import ODD_SIZES, assert_close, rand
+from pypto.errors import DtypeError, ParamError, ShapeError
+
+
+def mm_want(a, b):
+    """float64 product rounded to the operands' dtype (float16 accumulates in float32)."""
+    dt = np.result_type(a, b)
+    return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(dt)
+
+
+def mm_tol(k, dtype):
+    # A sum of k products in [-1, 1] carries rounding error growing with k; float16 also rounds
+    # the result to 11 bits.
+    if dtype == "float16":
+        return dict(rtol=2e-3, atol=2e-3 * max(1.0, np.sqrt(k)))
+    if dtype == "float32":
+        return dict(rtol=1e-4, atol=1e-5 * max(1.0, k ** 0.5 * 4))
+    return {}
+
+
+# -- matmul: 2-D ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (3, 7, 5), (7, 3, 127), (127, 1000, 3), (1000, 7, 24),
+                                 (64, 48, 80), (130, 129, 70)])
+def test_matmul_2d_float32(mkn):
+    m, k, n = mkn
+    a, b = rand((m, k), seed=1), rand((k, n), seed=2)
+    got = P.matmul(a, b)
+    assert got.dtype == np.float32
+    assert_close(got, mm_want(a, b), **mm_tol(k, "float32"))
+
+
+@pytest.mark.parametrize("mkn", [(127, 127, 127), (3, 1000, 130), (1000, 300, 1), (1000, 1, 300)])
+def test_matmul_blocked_schedule_odd_sizes(mkn):
+    # Products large enough for the blocked default schedule, with partial tiles in every dim.
+    m, k, n = mkn
+    a, b = rand((m, k), seed=11), rand((k, n), seed=12)
+    assert_close(P.matmul(a, b), mm_want(a, b), **mm_tol(k, "float32"))
+
+
+def test_matmul_odd_sizes_each_dim():
+    # Every odd size in each of the three dims, the others small.
+    for s in ODD_SIZES:
+        for m, k, n in ((s, 5, 9), (6, s, 9), (6, 5, s)):
+            a, b = rand((m, k), seed=s), rand((k, n), seed=s + 1)
+            assert_close(P.matmul(a, b), mm_want(a, b), **mm_tol(k, "float32"),
+                         err_msg=f"{(m, k, n)}")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_matmul_2d_other_dtypes(dtype):
+    for m, k, n in ((3, 7, 5), (67, 130, 41)):
+        a, b = rand((m, k), dtype, seed=3), rand((k, n), dtype, seed=4)
+        got = P.matmul(a, b)
+        assert got.dtype == np.dtype(dtype)
+        assert_close(got, mm_want(a, b), **mm_tol(k, dtype))
+
+
+def test_matmul_float16_accumulates_in_float32():
+    # 4096 products of 1 * 1: a float16 running sum would stop at 2048.
+    a = np.ones((2, 4096), np.float16)
+    b = np.ones((4096, 3), np.float16)
+    got = P.matmul(a, b)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, np.full((2, 3), 4096, np.float16))
+
+
+def test_matmul_known_values():
+    a = np.array([[1, 2], [3, 4], [5, 6]], np.float64)
+    b = np.array([[1, 0, -1], [2, 1, 0]], np.float64)
+    np.testing.assert_array_equal(P.matmul(a, b), [[5, 2, -1], [11, 4, -3], [17, 6, -5]])
+
+
+def test_matmul_non_contiguous_inputs():
+    base = rand((40, 60), seed=5)
+    a = base.T                      # (60, 40), a transposed view
+    b = rand((80, 30), seed=6)[::2]  # (40, 30), a step slice
+    assert not a.flags.c_contiguous and not b.flags.c_contiguous
+    assert_close(P.matmul(a, b), mm_want(a, b), **mm_tol(40, "float32"))
+    # Both operands transposed, and a negative stride.
+    c = rand((30, 60), seed=7)[:, ::-1]
+    assert_close(P.matmul(c, a), mm_want(c, a), **mm_tol(60, "float32"))
+
+
+def test_matmul_nan_and_inf_propagate():
+    a = rand((5, 4), seed=8)
+    b = rand((4, 6), seed=9)
+    a[1, 2] = np.nan
+    b[0, 3] = np.inf
+    got = P.matmul(a, b)
+    want = np.matmul(a, b)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+# -- matmul: batches, broadcasting, 1-D ----------------------------------------------------------
+
+def test_batch_matmul_kernel():
+    a, b = rand((3, 7, 5), seed=1), rand((3, 5, 9), seed=2)
+    got = P.batch_matmul(a, b)
+    assert_close(got, mm_want(a, b))
+    assert_close(P.matmul(a, b), got)
+
+
+def test_batch_matmul_larger_and_float64():
+    a, b = rand((5, 33, 70), "float64", seed=3), rand((5, 70, 19), "float64", seed=4)
+    assert_close(P.batch_matmul(a, b), mm_want(a, b))
+    a, b = rand((2, 130, 64), seed=3), rand((2, 64, 40), seed=4)
+    assert_close(P.batch_matmul(a, b), mm_want(a, b), **mm_tol(64, "float32"))
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((2, 1, 4, 3), (5, 3, 6)),      # batch dims broadcast both ways
+    ((4, 3), (2, 3, 3, 5)),         # a 2-D matrix against a stack
+    ((2, 3, 4, 3), (3, 5)),         # a stack against one matrix
+    ((1, 4, 3), (2, 3, 5)),
+])
+def test_matmul_broadcast_batches(sa, sb):
+    a, b = rand(sa, seed=1), rand(sb, seed=2)
+    got = P.matmul(a, b)
+    assert got.shape == np.matmul(a, b).shape
+    assert_close(got, mm_want(a, b))
+
+
+@pytest.mark.parametrize("sa,sb", [
+    ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)), ((5,), (2, 5, 3)), ((2, 4, 5), (5,)),
+    ((1,), (1, 1)), ((127,), (127,)),
+])
+def test_matmul_1d_operands(sa, sb):
+    a, b = rand(sa, seed=3), rand(sb, seed=4)
+    got = P.matmul(a, b)
+    want = np.matmul(a, b)
+    assert np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == want.dtype
+    assert_close(got, mm_want(a, b), **mm_tol(sa[-1], "float32"))
+
+
+def test_matmul_accepts_lists():
+    got = P.matmul([[1.0, 2.0]], [[3.0], [4.0]])
+    np.testing.assert_array_equal(got, [[11.0]])
+
+
+def test_matmul_read_only_and_broadcast_views():
+    a = rand((4, 3), seed=1)
+    a.flags.writeable = False
+    b = np.broadcast_to(rand((3, 1), seed=2), (3, 5))
+    assert_close(P.matmul(a, b), mm_want(a, np.ascontiguousarray(b)))
+    c = np.broadcast_to(rand((1, 4, 3), seed=3), (2, 4, 3))
+    d = rand((2, 3, 5), seed=4)
+    assert_close(P.matmul(c, d), mm_want(c, d))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3),
+       st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3),
+       st.data())
+def test_matmul_broadcast_property(batch_a, batch_b, data):
+    # Make the two batch shapes compatible by setting one side of a clash to 1.
+    n = min(len(batch_a), len(batch_b))
+    for i in range(1, n + 1):
+        if batch_a[-i] != batch_b[-i] and 1 not in (batch_a[-i], batch_b[-i]):
+            if data.draw(st.booleans()):
+                batch_a[-i] = 1
+            else:
+                batch_b[-i] = 1
+    a = rand(tuple(batch_a) + (3, 4), seed=len(batch_a))
+    b = rand(tuple(batch_b) + (4, 5), seed=len(batch_b) + 7)
+    got = P.matmul(a, b)
+    want = np.matmul(a, b)
+    assert got.shape == want.shape
+    assert_close(got, mm_want(a, b))
+
+
+# -- matmul: errors ------------------------------------------------------------------------------
+
+def test_matmul_k_mismatch():
+    with pytest.raises(ShapeError, match=r"dim K is 3 .*'a'.* but 4 .*'b'"):
+        P.matmul(rand((2, 3)), rand((4, 5)))
+    with pytest.raises(ShapeError, match=r"dim K is 3 .* but 4"):
+        P.matmul(rand((2, 2, 3)), rand((4, 5)))
+    with pytest.raises(ShapeError, match=r"dim K is 6 .* but 5"):
+        P.matmul(rand((6,)), rand((5,)))
+
+
+def test_matmul_batch_mismatch():
+    with pytest.raises(ShapeError, match="cannot be broadcast"):
+        P.matmul(rand((2, 3, 4)), rand((3, 4, 5)))
+
+
+def test_matmul_bad_dtypes_and_ranks():
+    with pytest.raises(DtypeError, match="matmul"):
+        P.matmul(rand((2, 3), "int32"), rand((3, 4), "int32"))
+    with pytest.raises(DtypeError, match="'b'"):
+        P.matmul(rand((2, 3)), rand((3, 4), "float64"))
+    with pytest.raises(ShapeError, match="at least 1 dimension"):
+        P.matmul(np.float32(2.0), rand((3, 4)))
+    with pytest.raises(ShapeError, match=r"'a' must be 3-D"):
+        P.batch_matmul(rand((3, 4)), rand((2, 4, 5)))
+    with pytest.raises(DtypeError, match="not an array|must be a NumPy array"):
+        P.matmul("abc", rand((3, 4)))
+
+
+# -- linear --------------------------------------------------------------------------------------
+
+def lin_want(x, w, bias=None):
+    dt = x.dtype
+    out = x.astype(np.float64) @ w.astype(np.float64).T
+    if bias is not None:
+        out = out + bias.astype(np.float64)
+    return out.astype(dt)
+
+
+@pytest.mark.parametrize("r,i,o", [(1, 1, 1), (3, 7, 5), (127, 33, 24), (6, 1000, 3), (40, 48, 130),
+                                   (200, 64, 131)])
+def test_linear_shapes(r, i, o):
+    x, w, bias = rand((r, i), seed=1), rand((o, i), seed=2), rand((o,), seed=3)
+    assert_close(P.linear(x, w, bias), lin_want(x, w, bias), **mm_tol(i, "float32"))
+    assert_close(P.linear(x, w), lin_want(x, w), **mm_tol(i, "float32"))
+
+
+def test_linear_leading_dims_and_1d():
+    w, bias = rand((6, 5), seed=2), rand((6,), seed=3)
+    x3 = rand((2, 3, 5), seed=1)
+    got = P.linear(x3, w, bias)
+    assert got.shape == (2, 3, 6)
+    assert_close(got, lin_want(x3, w, bias))
+    x1 = rand((5,), seed=4)
+    got = P.linear(x1, w, bias)
+    assert got.shape == (6,)
+    assert_close(got, lin_want(x1, w, bias))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_linear_dtypes(dtype):
+    x, w, bias = rand((9, 20), dtype, 1), rand((11, 20), dtype, 2), rand((11,), dtype, 3)
+    got = P.linear(x, w, bias)
+    assert got.dtype == np.dtype(dtype)
+    assert_close(got, lin_want(x, w, bias), **mm_tol(20, dtype))
+
+
+def test_linear_non_contiguous():
+    x = rand((20, 9), seed=1).T          # (9, 20)
+    w = rand((22, 20), seed=2)[::2]      # (11, 20)
+    assert_close(P.linear(x, w), lin_want(x, w))
+
+
+def test_linear_matches_reference_function():
+    x, w, bias = rand((4, 5), seed=1), rand((3, 5), seed=2), rand((3,), seed=3)
+    assert_close(P.linear(x, w, bias), P.linear.reference(x, w, bias))
+
+
+def test_linear_errors():
+    with pytest.raises(ShapeError, match=r"dim I .* is 5 .*'x'.* but 4 .*'weight'"):
+        P.linear(rand((3, 5)), rand((2, 4)))
+    with pytest.raises(ShapeError, match="'weight' must be 2-D"):
+        P.linear(rand((3, 5)), rand((5,)))
+    with pytest.raises(ShapeError, match="'bias' must be 1-D"):
+        P.linear(rand((3, 5)), rand((2, 5)), rand((1, 2)))
+    with pytest.raises(ShapeError, match="dim O"):
+        P.linear(rand((3, 5)), rand((2, 5)), rand((3,)))
+    with pytest.raises(DtypeError, match="linear"):
+        P.linear(rand((3, 5)), rand((2, 5), "float64"))
+
+
+# -- transpose -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 1000), (1000, 1), (3, 7), (127, 1000), (64, 100),
+                                   (33, 17)])
+def test_transpose_2d(shape):
+    x = rand(shape, seed=sum(shape))
+    got = P.transpose(x)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, x.T)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "int8", "int32", "uint16", "int64",
+                                   "bool"])
+def test_transpose_dtypes(dtype):
+    x = rand((13, 29), dtype, seed=3)
+    got = P.transpose(x)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, x.T)
+
+
+@pytest.mark.parametrize("axes", [None, (0, 2, 1), (1, 0, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1),
+                                  (0, 1, 2), (-1, 0, -2)])
+def test_transpose_3d(axes):
+    x = rand((4, 7, 9), seed=1)
+    got = P.transpose(x, axes)
+    np.testing.assert_array_equal(got, np.transpose(x, axes))
+    assert got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("axes", [(0, 2, 1, 3), (3, 1, 0, 2), (3, 2, 1, 0), (1, 3, 0, 2),
+                                  (2, 0, 3, 1)])
+def test_transpose_4d(axes):
+    x = rand((3, 5, 2, 7), seed=2)
+    np.testing.assert_array_equal(P.transpose(x, axes), np.transpose(x, axes))
+
+
+def test_transpose_size_one_axes_and_low_ranks():
+    x = rand((1, 5, 1, 3), seed=4)
+    for axes in [(2, 3, 0, 1), (3, 1, 2, 0), None]:
+        np.testing.assert_array_equal(P.transpose(x, axes), np.transpose(x, axes))
+    v = rand((7,), seed=5)
+    got = P.transpose(v)
+    np.testing.assert_array_equal(got, v)
+    got[0] = 99.0  # a new array, not a view of the input
+    assert v[0] != 99.0
+    np.testing.assert_array_equal(P.transpose(np.float32(3.0)), np.float32(3.0))
+
+
+def test_transpose_non_contiguous_input():
+    x = rand((20, 30), seed=6)
+    np.testing.assert_array_equal(P.transpose(x.T), x)
+    y = rand((6, 8, 10), seed=7)[::2, :, ::3]
+    np.testing.assert_array_equal(P.transpose(y, (2, 0, 1)), np.transpose(y, (2, 0, 1)))
+
+
+def test_batch_transpose_kernel():
+    x = rand((2, 24, 40, 3), seed=8)
+    np.testing.assert_array_equal(P.batch_transpose(x), x.transpose(0, 2, 1, 3))
+    x = rand((1, 9, 1, 5), "int16", seed=9)
+    np.testing.assert_array_equal(P.batch_transpose(x), x.transpose(0, 2, 1, 3))
+
+
+def test_transpose_errors():
+    x = rand((2, 3, 4))
+    with pytest.raises(ParamError, match="repeats an axis"):
+        P.transpose(x, (0, 0, 1))
+    with pytest.raises(ParamError, match="out of range"):
+        P.transpose(x, (0, 1, 3))
+    with pytest.raises(ParamError, match="each of the 3 axes"):
+        P.transpose(x, (0, 1))
+    with pytest.raises(ParamError, match="sequence of ints"):
+        P.transpose(x, "abc")
+    with pytest.raises(DtypeError, match="transpose"):
+        P.transpose(rand((2, 3)).astype(np.complex64))
