@@ -106,7 +106,7 @@ def dense(a: np.ndarray) -> np.ndarray:
     if (a.strides[-1] == a.itemsize and all(s >= 0 for s in a.strides) and a.flags.aligned
             and a.flags.writeable):  # hl.Buffer refuses read-only arrays
         return a
-    return np.ascontiguousarray(a)
+    return np.array(a, order="C")  # a fresh, dense, writeable copy
 
 
 def run_kernel(kernel, op, arrays: Sequence[np.ndarray], dims: Mapping[str, int],

@@ -33,9 +33,13 @@ def __getattr__(name: str):
     from ..errors import UnknownOpError
 
     try:
-        return get_op(name)
+        found = get_op(name)
     except UnknownOpError as e:
         raise AttributeError(str(e)) from None
+    if name in FAMILIES:
+        return found
+    globals()[name] = found  # later lookups skip the registry
+    return found
 
 
 def __dir__():
