@@ -115,7 +115,7 @@ def generic(built, dims: Mapping[str, int], lanes: int) -> list[Directive]:
     for info in built.funcs.values():
         if info.is_input or info.is_output or not info.updates:
             continue
-        if at is not None:
+        if at is not None and len(outputs) == 1:  # a Func read by two outputs lives at root
             out.append(D("compute_at", info.name, at=anchor.name, var=at))
         else:
             out.append(D("compute_root", info.name))

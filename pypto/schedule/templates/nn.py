@@ -1,0 +1,285 @@
+"""Default schedules for the nn family: convolutions, pooling and the LSTM cell.
+
+Convolutions are register-blocked direct convolutions: each task computes a tile of output
+channels x output rows x output columns (columns vectorized) in registers, with the reduction over
+input channels and kernel taps inside the tile, so every loaded input vector feeds several output
+channels and every broadcast weight feeds several vectors. The zero-padded input is materialized
+once per image (or per channel for depthwise), so the inner loops carry no boundary tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..defaults import D, output_directives, template
+
+#: Vector registers a tile may keep busy: its accumulators, its loaded input vectors (each feeds
+#: every output channel of the tile) and one broadcast weight, leaving one of AVX2's 16 spare.
+#: Tiles over this budget spill and run about half as fast.
+REGISTERS = 15
+MAX_ACC = 12
+
+
+def _vec(n: int, lanes: int) -> int:
+    """The vector width used along an axis of extent ``n``: ``lanes``, or a smaller power of two."""
+    v = 1
+    while v * 2 <= min(n, lanes):
+        v *= 2
+    return v
+
+
+def _tiles(n: int, f: int) -> int:
+    """Elements computed along an axis of extent ``n`` split by ``f`` (the last tile shifts in)."""
+    return -(-n // f) * f
+
+
+def _conv_tile(ow: int, oh: int, o: int, vec: int) -> tuple[int, int, int]:
+    """Chooses (vectors along columns, rows, output channels) per tile, by a small cost model.
+
+    A tap step of a tile costs about max(FMAs / 2, loads / 1.5) cycles plus one of loop overhead
+    (two FMA pipes; loads, which include the weight broadcasts, issue less freely), where the loads
+    are the input vectors (one per column vector and row) and the weight broadcasts (one per output
+    channel). Work outside the output (tiles overlapping at the edges) is counted.
+    """
+    best, best_cost = (1, 1, 1), math.inf
+    for nv in range(1, 9):
+        if vec * nv > ow:
+            break
+        for rb in range(1, 5):
+            if rb > oh:
+                break
+            for ob in range(1, MAX_ACC + 1):
+                acc = nv * rb * ob
+                if ob > o or acc > MAX_ACC or acc + nv * rb + 1 > REGISTERS:
+                    break
+                per_step = max(acc / 2, (ob + nv * rb) / 1.5) + 1
+                steps = (_tiles(ow, vec * nv) // (vec * nv)) * (_tiles(oh, rb) // rb) * (
+                    _tiles(o, ob) // ob)
+                cost = steps * per_step
+                if cost < best_cost - 1e-9:
+                    best, best_cost = (nv, rb, ob), cost
+    return best
+
+
+def _parallel_blocks(name: str, row: str, chan: str, rows: int, chans: int) -> list:
+    """Parallel tasks over (group of row blocks, channel block): about 32 tasks in all.
+
+    ``row`` must be the loop just inside ``chan``. Within a task the rows run in order, so one
+    channel block's weights stay in the L1 cache while its rows stream by.
+    """
+    per_task = max(1, min(rows, rows * chans // 32))
+    if per_task >= rows:
+        return [D("parallel", name, var=chan)]
+    if per_task == 1:
+        return [D("fuse", name, inner=row, outer=chan, fused="task"),
+                D("parallel", name, var="task")]
+    # A guarded tail: the last group is shorter instead of overlapping its neighbour.
+    return [D("split", name, var=row, outer=f"{row}p", inner=f"{row}q", factor=per_task,
+              tail="guard_with_if"),
+            D("reorder", name, vars=[f"{row}q", chan, f"{row}p"]),
+            D("fuse", name, inner=chan, outer=f"{row}p", fused="task"),
+            D("parallel", name, var="task")]
+
+
+def _pad_directives(built, at_var: str | None, vec: int, parallel: bool) -> list:
+    if "x_pad" not in built.funcs:
+        return []
+    out = [D("compute_at", "x_pad", at="out", var=at_var) if at_var else D("compute_root", "x_pad")]
+    if vec > 1:
+        out.append(D("vectorize", "x_pad", var="iw", factor=vec))
+    if parallel:
+        out.append(D("parallel", "x_pad", var="ic"))
+    return out
+
+
+@template("conv2d")
+def _conv2d(built, dims, lanes):
+    OW, OH, O = dims["OW"], dims["OH"], dims["O"]
+    vec = _vec(OW, lanes)
+    nv, rb, ob = _conv_tile(OW, OH, O, vec)
+    d = []
+    tile, oh_outer, o_outer = [], "oh", "o"
+    ow_outer = "ow"
+    if vec * nv > 1:
+        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
+        tile.append("owi")
+        ow_outer = "owo"
+    if ob > 1:
+        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
+        tile.append("oi")
+        o_outer = "oo"
+    if rb > 1:
+        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=rb))
+        tile.append("ohi")
+        oh_outer = "oho"
+    d.append(D("reorder", "out", vars=[*tile, ow_outer, oh_outer, o_outer, "n"]))
+    if vec > 1:
+        d.append(D("vectorize", "out", var="owi", factor=vec))
+    d += _parallel_blocks("out", oh_outer, o_outer, -(-OH // rb), -(-O // ob))
+    # The accumulator tile lives in registers: columns vectorized, everything else unrolled,
+    # the reduction (input channel outermost, then kernel row, kernel column) around it.
+    d.append(D("compute_at", "acc", at="out", var=ow_outer))
+    if vec > 1:
+        d.append(D("vectorize", "acc", var="ow", factor=vec))
+    if ob > 1:
+        d.append(D("unroll", "acc", var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", var="oh", factor=rb))
+    inner = []
+    if vec > 1:
+        d.append(D("split", "acc", 1, var="ow", outer="owv_o", inner="owv", factor=vec))
+        inner = ["owv", "owv_o"]
+    d.append(D("reorder", "acc", 1, vars=[*inner, *([] if vec > 1 else ["ow"]), "oh", "o",
+                                         "r$z", "r$x", "r$y"]))
+    if vec > 1:
+        d.append(D("vectorize", "acc", 1, var="owv"))
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="owv_o", factor=nv))
+    elif nv > 1:
+        d.append(D("unroll", "acc", 1, var="ow", factor=nv))
+    if ob > 1:
+        d.append(D("unroll", "acc", 1, var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", 1, var="oh", factor=rb))
+    pad = _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes), True)
+    if pad:
+        # Rows of all channels side by side: the channel loop inside a tile then walks memory
+        # in order instead of jumping between whole channel planes.
+        pad.append(D("reorder_storage", "x_pad", vars=["iw", "ic", "ih", "inb"]))
+    return d + pad
+
+
+@template("depthwise_conv2d")
+def _depthwise(built, dims, lanes):
+    OW, OH = dims["OW"], dims["OH"]
+    vec = _vec(OW, lanes)
+    # A whole row of vectors per tile when it fits; fewer columns for wide images.
+    best, best_cost = 1, math.inf
+    for nv in range(1, 9):
+        if vec * nv > OW:
+            break
+        cost = (_tiles(OW, vec * nv) // (vec * nv)) * (nv + 2)
+        if cost < best_cost:
+            best, best_cost = nv, cost
+    nv = best
+    d = []
+    ow_outer = "ow"
+    if vec * nv > 1:
+        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
+        ow_outer = "owo"
+    d.append(D("reorder", "out", vars=[*(["owi"] if vec * nv > 1 else []), ow_outer, "oh", "c",
+                                       "n"]))
+    if vec > 1:
+        d.append(D("vectorize", "out", var="owi", factor=vec))
+    if dims["C"] >= 4 or dims["N"] == 1:
+        d.append(D("parallel", "out", var="c"))
+    else:
+        d += [D("fuse", "out", inner="c", outer="n", fused="cn"), D("parallel", "out", var="cn")]
+    d.append(D("compute_at", "acc", at="out", var=ow_outer))
+    if vec > 1:
+        d += [D("vectorize", "acc", var="ow", factor=vec),
+              D("split", "acc", 1, var="ow", outer="owv_o", inner="owv", factor=vec),
+              D("reorder", "acc", 1, vars=["owv", "owv_o", "r$x", "r$y"]),
+              D("vectorize", "acc", 1, var="owv")]
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="owv_o", factor=nv))
+    at = "c" if dims["C"] >= 4 or dims["N"] == 1 else "cn"
+    d += _pad_directives(built, at, _vec(dims["W"] + 2 * built.params["pad_w"], lanes), False)
+    return d
+
+
+def _window_reduction(built, dims, lanes, chan: str, unroll_taps: tuple[int, int] | None):
+    """Pooling-style schedule: rows of vectors per task, the window reduction inside each vector
+    tile, the padded input made per channel plane (it stays in cache while its rows are read)."""
+    OW = dims["OW"]
+    vec = _vec(OW, lanes)
+    best, best_cost = 1, math.inf
+    for nv in range(1, 5):
+        if vec * nv > OW:
+            break
+        cost = (_tiles(OW, vec * nv) // (vec * nv)) * (nv + 2)
+        if cost < best_cost:
+            best, best_cost = nv, cost
+    nv = best
+    d = []
+    ow_outer = "ow"
+    if vec * nv > 1:
+        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
+        ow_outer = "owo"
+        d.append(D("vectorize", "out", var="owi", factor=vec))
+    if dims["C"] >= 8 or dims["N"] == 1:
+        d.append(D("parallel", "out", var=chan))
+        at = chan
+    else:
+        d += [D("fuse", "out", inner=chan, outer="n", fused="cn"), D("parallel", "out", var="cn")]
+        at = "cn"
+    d.append(D("compute_at", "acc", at="out", var=ow_outer))
+    if vec > 1:
+        d += [D("vectorize", "acc", var="ow", factor=vec),
+              D("split", "acc", 1, var="ow", outer="owv_o", inner="owv", factor=vec),
+              D("reorder", "acc", 1, vars=["owv", "owv_o", "r$x", "r$y"]),
+              D("vectorize", "acc", 1, var="owv")]
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="owv_o", factor=nv))
+    if unroll_taps is not None:
+        kw, kh = unroll_taps
+        if kw * kh * nv <= 64:
+            d.append(D("unroll", "acc", 1, var="r$x", factor=kw))
+            d.append(D("unroll", "acc", 1, var="r$y", factor=kh))
+    d += _pad_directives(built, at, _vec(dims["W"] + 2 * built.params["pad_w"], lanes), False)
+    return d
+
+
+@template("max_pool2d")
+def _max_pool(built, dims, lanes):
+    p = built.params
+    return _window_reduction(built, dims, lanes, "c", (p["kernel_w"], p["kernel_h"]))
+
+
+@template("avg_pool2d")
+def _avg_pool(built, dims, lanes):
+    p = built.params
+    return _window_reduction(built, dims, lanes, "c", (p["kernel_w"], p["kernel_h"]))
+
+
+@template("lstm_cell")
+def _lstm_cell(built, dims, lanes):
+    """Both gate products as blocked dot products along the reduction (rows of x and w_ih are
+    contiguous there): a vector of partial sums per (gate, batch row) pair, reduced across lanes
+    at the end; then the elementwise cell update, vectorized along the hidden units."""
+    B, G = dims["B"], dims["G"]
+    bb = next(f for f in (3, 2, 1) if B % f == 0)
+    jb = 4 if bb > 1 else (8 if G % 8 == 0 else 4)   # G = 4 * HID, so 4 always divides it
+    d = []
+    for f, rv, k, p in (("gates_ih", "k_in$x", dims["IN"], "ki"),
+                        ("gates_hh", "k_hid$x", dims["HID"], "kh")):
+        d.append(D("compute_root", f))
+        vec = _vec(k, lanes)
+        if vec > 1:
+            part = f"{f}_part"
+            d += [D("split", f, 1, var=rv, outer=f"{p}o", inner=f"{p}i", factor=vec),
+                  D("rfactor", f, 1, pairs=[[f"{p}i", "kv"]], intm=part)]
+        else:
+            part = None
+        d += [D("split", f, 1, var="j", outer="jo", inner="ji", factor=jb),
+              D("reorder", f, 1, vars=[*([f"{p}i"] if part else [rv]), "ji", "b", "jo"])]
+        if bb > 1:
+            d += [D("split", f, 1, var="b", outer="bo", inner="bi", factor=bb),
+                  D("reorder", f, 1, vars=["ji", "bi", "bo", "jo"])]
+        if G // jb >= 2:
+            d.append(D("parallel", f, 1, var="jo"))
+        if G >= lanes:
+            d.append(D("vectorize", f, var="j", factor=lanes))
+        if part:
+            d += [D("compute_at", part, at=f, var="bo" if bb > 1 else "b"),
+                  D("vectorize", part, var="kv"),
+                  D("unroll", part, var="j", factor=jb),
+                  D("reorder", part, 1, vars=["kv", "j", "b", f"{p}o"]),
+                  D("vectorize", part, 1, var="kv"),
+                  D("unroll", part, 1, var="j", factor=jb)]
+            if bb > 1:
+                d += [D("unroll", part, var="b", factor=bb),
+                      D("unroll", part, 1, var="b", factor=bb)]
+    for out in ("c_out", "h_out"):
+        d += output_directives(out, ("hid", "b"), dims, lanes)
+    return d
