@@ -76,6 +76,8 @@ class Param:
     def coerce(self, op_name: str, value: Any) -> Any:
         """Checks ``value`` and returns it as ``kind``; raises ParamError naming what was expected."""
         where = f"{op_name}: parameter '{self.name}'"
+        if value is None and self.default is None:
+            return None  # an optional parameter left unset on purpose
         kind = self.kind
         if kind is bool:
             if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
