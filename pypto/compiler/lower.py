@@ -108,7 +108,8 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
         funcs[name] = FuncInfo(
             name=name, func=f, args=tuple(a.name() for a in f.args()) if not is_input else (),
             updates=tuple(updates), update_args=tuple(uargs), is_output=real in out_names,
-            is_input=is_input, type=numpy_name(f.type()) if f.defined() or is_input else "")
+            is_input=is_input,
+            type=",".join(numpy_name(t) for t in f.types()) if f.defined() or is_input else "")
     base_of = {real: base_name(real) for real in order}
     call_re = re.compile(r"([A-Za-z_][\w$.]*)\(")
     for info in funcs.values():
@@ -145,6 +146,10 @@ def fingerprint(built: Built) -> str:
             vals = [str(v) for v in _update_values(f, u)]
             lines.append(f"  U{u} {[str(a) for a in f.update_args(u)]} = {vals}")
     text = _UNIQUE.sub("", "\n".join(lines))
+    # Halide names common subexpressions t123 from a process-wide counter: number them by order
+    # of appearance so that equal algorithms print equally in every build and process.
+    temps: dict[str, str] = {}
+    text = re.sub(r"\bt\d+\b", lambda m: temps.setdefault(m.group(0), f"t#{len(temps)}"), text)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

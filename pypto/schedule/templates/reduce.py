@@ -1,15 +1,16 @@
 """Default schedules of the row reductions (kernel form [O, R] -> [O]).
 
-Two shapes of work:
+Three shapes of work:
 
-- few rows, long rows (a full reduction, O = 1): every reduction Func is split along R into
-  chunks, and ``rfactor`` turns the chunks and the vector lanes inside a chunk into an
-  intermediate ``<name>_part[v, u, o]`` of partial results, computed in parallel over the chunks
-  ``u`` with the lanes ``v`` vectorized; the final combine over the chunks is small.
-- many rows: the output is split into blocks of rows, one parallel task per block; each reduction
-  is computed per block, with its row reduction ``rfactor``-ed over the vector lanes (lane partials
-  ``<name>_part[v, o]`` accumulated with contiguous vector loads), or, for rows shorter than a
-  vector, vectorized across rows.
+- few long rows (a full reduction has O = 1): each reduction Func is split along R into chunks of
+  ``CHUNK`` elements; ``rfactor`` makes ``<name>_part[o, u]``, the partial result of chunk ``u``,
+  computed in parallel over the chunks; inside a chunk a second ``rfactor`` over vector lanes
+  (``<name>_lane[o, v, u]``, on the stack) accumulates with contiguous vector loads. The final
+  combine over the chunks is small.
+- rows of at least two vectors: blocks of rows are parallel tasks; each row is reduced in turn,
+  ``rfactor``-ed over vector lanes (``<name>_part[o, v]``); a second pass over the same row
+  (argmax's index search, var's deviations) reads it from cache.
+- shorter rows: blocks of rows, each reduction vectorized across the rows of a block.
 """
 
 from __future__ import annotations
@@ -63,26 +64,21 @@ def row_reduction(built, dims, lanes: int) -> list:
                 D("vectorize", lane, 1, var="v"),
             ]
         return ds
-    rows = max(1, MIN_TASK_ELEMS // max(n_r, 1))
-    rows = min(rows, n_o)
-    out_lanes = lanes
-    if rows >= out_lanes:
-        rows -= rows % out_lanes
-    at = None
-    if n_o * n_r >= MIN_TASK_ELEMS and n_o >= 2 * rows:
-        ds.append(D("split", "out", var="o", outer="oo", inner="oi", factor=rows))
-        ds.append(D("parallel", "out", var="oo"))
-        if rows >= out_lanes:
-            ds.append(D("vectorize", "out", var="oi", factor=out_lanes))
-        at = "oo"
-    elif n_o >= out_lanes:
-        ds.append(D("vectorize", "out", var="o", factor=out_lanes))
-    for f in reds:
-        (k,) = f.updates[0]
-        ds.append(D("compute_at", f.name, at="out", var=at) if at else D("compute_root", f.name))
-        if n_r >= 2 * width:
+    rows = min(n_o, max(1, MIN_TASK_ELEMS // max(n_r, 1)))
+    parallel = n_o * n_r >= MIN_TASK_ELEMS and n_o >= 2 * rows
+    if n_r >= 2 * width:
+        # Rows of at least two vectors: one row at a time, read with contiguous vector loads into
+        # lane partials; a second pass over the row (argmax, var) finds it in cache.
+        at = "o"
+        if parallel:
+            ds.append(D("split", "out", var="o", outer="oo", inner="oi", factor=rows))
+            ds.append(D("parallel", "out", var="oo"))
+            at = "oi"
+        for f in reds:
+            (k,) = f.updates[0]
             part = f"{f.name}_part"
             ds += [
+                D("compute_at", f.name, at="out", var=at),
                 D("split", f.name, 1, var=k, outer="ko", inner="ki", factor=width),
                 D("rfactor", f.name, 1, pairs=[["ki", "v"]], intm=part),
                 D("compute_at", part, at=f.name, var="o"),
@@ -91,7 +87,23 @@ def row_reduction(built, dims, lanes: int) -> list:
                 D("reorder", part, 1, vars=["v", "ko", "o"]),
                 D("vectorize", part, 1, var="v"),
             ]
-        elif n_o >= in_lanes:
+        return ds
+    # Short rows: blocks of rows, each reduction vectorized across the rows of a block.
+    if rows >= lanes:
+        rows -= rows % lanes
+    at = None
+    if parallel:
+        ds.append(D("split", "out", var="o", outer="oo", inner="oi", factor=rows))
+        ds.append(D("parallel", "out", var="oo"))
+        if rows >= lanes:
+            ds.append(D("vectorize", "out", var="oi", factor=lanes))
+        at = "oo"
+    elif n_o >= lanes:
+        ds.append(D("vectorize", "out", var="o", factor=lanes))
+    for f in reds:
+        (k,) = f.updates[0]
+        ds.append(D("compute_at", f.name, at="out", var=at) if at else D("compute_root", f.name))
+        if n_o >= in_lanes:
             ds += [
                 D("split", f.name, 1, var="o", outer="o_o", inner="o_v", factor=in_lanes,
                   tail="guard_with_if"),

@@ -1,0 +1,289 @@
+"""Normalizations: softmax, log_softmax, layer_norm, rms_norm and batch_norm (inference).
+
+``softmax``, ``log_softmax``, ``layer_norm`` and ``rms_norm`` normalize along one axis; their kernel
+works on a 2-D array [R, C], each row normalized over its C elements. The public call moves
+``axis`` last (``layer_norm`` and ``rms_norm`` always use the last axis) and flattens the other
+axes into R. ``batch_norm`` normalizes each channel (axis 1) with given statistics; its kernel works
+on [N, C, S], S being the flattened spatial axes (1 for a 2-D input).
+
+Conventions:
+
+- ``softmax`` subtracts the row maximum before exponentiating, so it never overflows; a row holding
+  a NaN, or whose maximum is +inf or -inf, is NaN throughout (as the NumPy formula gives).
+- ``layer_norm`` uses the biased variance (divide by C), like ``torch.nn.functional.layer_norm``;
+  ``gamma`` and ``beta`` have shape [C] and may be None (ones and zeros).
+- ``rms_norm``: ``x / sqrt(mean(x**2) + eps) * gamma``.
+- ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` with per-channel [C] vectors.
+- Row statistics are accumulated in float64, so long rows stay accurate in float32.
+"""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+
+from ..errors import ParamError, ShapeError
+from ..runtime import as_array
+from ._op import Param, op
+
+_FLOATS = ["float32", "float64"]
+_EXAMPLE = {"R": 64, "C": 100}
+
+
+# -- helpers inside algorithms -------------------------------------------------------------------
+
+def _exp(v):
+    """``exp(v)`` that keeps a NaN (the vectorized exp would turn it into 0)."""
+    return hl.select(hl.is_nan(v), v, hl.exp(v))
+
+
+def _log(v):
+    """``log(v)`` for v >= 0 that keeps NaN and +inf."""
+    return hl.select(hl.is_nan(v) | hl.is_inf(v), v, hl.log(v))
+
+
+def _acc(t: hl.Type) -> hl.Type:
+    """Row statistics are accumulated in float64."""
+    return hl.Float(64)
+
+
+def _row_max(x, dims):
+    r, k = hl.Var("r"), hl.RDom([hl.Range(0, dims.C)], "k")
+    m = hl.Func("rowmax")
+    m[r] = hl.cast(x.type(), -np.inf)
+    m[r] = hl.max(m[r], x[k, r])
+    return m
+
+
+def _row_sum(name: str, value_of, dims, t: hl.Type):
+    """``name[r] = sum_k value_of(k, r)`` accumulated in ``t``."""
+    r, k = hl.Var("r"), hl.RDom([hl.Range(0, dims.C)], "k")
+    s = hl.Func(name)
+    s[r] = hl.cast(t, 0)
+    s[r] += hl.cast(t, value_of(k, r))
+    return s
+
+
+def _check_axis(name: str, axis, ndim: int) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
+        raise ParamError(f"{name}: parameter 'axis' must be an int, got {axis!r}")
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ParamError(f"{name}: parameter 'axis' must be in [{-ndim}, {ndim - 1}] for an input "
+                         f"of rank {ndim}, got {axis}")
+    return axis % ndim
+
+
+def _along_axis(the_op, x, axis, **params):
+    """Runs an [R, C] kernel over ``axis`` of ``x`` and restores the shape."""
+    name = the_op.name
+    x = as_array(x, name, "x")
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: argument 'x' must have at least 1 dimension, got a 0-D array")
+    axis = _check_axis(name, axis, x.ndim)
+    moved = np.moveaxis(x, axis, -1)
+    res = the_op.kernel(moved.reshape(-1, x.shape[axis]), **params)
+    return np.moveaxis(res.reshape(moved.shape), -1, axis)
+
+
+def _vector(name: str, arg: str, value, n: int, dtype, fill: float) -> np.ndarray:
+    """A per-feature vector argument, or ``fill`` repeated ``n`` times when it is None."""
+    if value is None:
+        return np.full(n, fill, dtype=dtype)
+    return as_array(value, name, arg)
+
+
+# -- references (NumPy, public signatures) -------------------------------------------------------
+
+def _softmax_ref(x, axis=-1):
+    x = np.asarray(x)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax_ref(x, axis=-1):
+    x = np.asarray(x)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _layer_norm_ref(x, gamma=None, beta=None, eps=1e-5):
+    x = np.asarray(x)
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    out = (x - mu) / np.sqrt(var + eps)
+    if gamma is not None:
+        out = out * gamma
+    if beta is not None:
+        out = out + beta
+    return out.astype(x.dtype)
+
+
+def _rms_norm_ref(x, gamma=None, eps=1e-6):
+    x = np.asarray(x)
+    out = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    if gamma is not None:
+        out = out * gamma
+    return out.astype(x.dtype)
+
+
+def _batch_norm_ref(x, mean, var, gamma=None, beta=None, eps=1e-5):
+    x = np.asarray(x)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    out = (x - np.reshape(mean, shape)) / np.sqrt(np.reshape(var, shape) + eps)
+    if gamma is not None:
+        out = out * np.reshape(gamma, shape)
+    if beta is not None:
+        out = out + np.reshape(beta, shape)
+    return out.astype(x.dtype)
+
+
+# -- public frontends ----------------------------------------------------------------------------
+
+def _softmax_frontend(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along ``axis``, computed with the maximum subtracted first."""
+    return _along_axis(softmax, x, axis)
+
+
+def _log_softmax_frontend(x, axis=-1):
+    """``x - log(sum(exp(x)))`` along ``axis``, computed with the maximum subtracted first."""
+    return _along_axis(log_softmax, x, axis)
+
+
+def _layer_norm_frontend(x, gamma=None, beta=None, eps=1e-5):
+    """Normalizes the last axis to zero mean and unit variance, then scales by ``gamma`` [C] and
+    shifts by ``beta`` [C] (None: no scale / no shift)."""
+    x = as_array(x, "layer_norm", "x")
+    if x.ndim == 0:
+        raise ShapeError("layer_norm: argument 'x' must have at least 1 dimension, got a 0-D array")
+    g = _vector("layer_norm", "gamma", gamma, x.shape[-1], x.dtype, 1.0)
+    b = _vector("layer_norm", "beta", beta, x.shape[-1], x.dtype, 0.0)
+    res = layer_norm.kernel(x.reshape(-1, x.shape[-1]), g, b, eps=eps)
+    return res.reshape(x.shape)
+
+
+def _rms_norm_frontend(x, gamma=None, eps=1e-6):
+    """Divides the last axis by its root mean square (``sqrt(mean(x**2) + eps)``), then scales by
+    ``gamma`` [C] (None: no scale)."""
+    x = as_array(x, "rms_norm", "x")
+    if x.ndim == 0:
+        raise ShapeError("rms_norm: argument 'x' must have at least 1 dimension, got a 0-D array")
+    g = _vector("rms_norm", "gamma", gamma, x.shape[-1], x.dtype, 1.0)
+    res = rms_norm.kernel(x.reshape(-1, x.shape[-1]), g, eps=eps)
+    return res.reshape(x.shape)
+
+
+def _batch_norm_frontend(x, mean, var, gamma=None, beta=None, eps=1e-5):
+    """Inference batch norm of x [N, C, ...] with per-channel ``mean``, ``var``, ``gamma`` and
+    ``beta`` [C] (``gamma``/``beta`` None: no scale / no shift)."""
+    x = as_array(x, "batch_norm", "x")
+    if x.ndim < 2:
+        raise ShapeError(f"batch_norm: argument 'x' must be [N, C] or [N, C, ...] (at least 2-D), "
+                         f"got shape {x.shape}")
+    g = _vector("batch_norm", "gamma", gamma, x.shape[1], x.dtype, 1.0)
+    b = _vector("batch_norm", "beta", beta, x.shape[1], x.dtype, 0.0)
+    n, c = x.shape[:2]
+    res = batch_norm.kernel(x.reshape(n, c, -1), mean, var, g, b, eps=eps)
+    return res.reshape(x.shape)
+
+
+# -- the kernels ---------------------------------------------------------------------------------
+
+_EPS5 = Param("eps", float, default=1e-5, low=0.0, doc="added to the variance before the sqrt")
+_EPS6 = Param("eps", float, default=1e-6, low=0.0, doc="added to the mean square before the sqrt")
+
+
+@op(category="nn", inputs={"x": "R C"}, output="R C", dtypes=_FLOATS, reference=_softmax_ref,
+    frontend=_softmax_frontend, example=_EXAMPLE)
+def softmax(x, *, dims):
+    """Softmax of each row of [R, C]: ``exp(x - max) / sum(exp(x - max))``."""
+    c, r = hl.Var("c"), hl.Var("r")
+    m = _row_max(x, dims)
+    e = hl.Func("e")
+    e[c, r] = _exp(x[c, r] - m[r])
+    s = _row_sum("rowsum", lambda k, rr: e[k, rr], dims, _acc(x.type()))
+    inv = hl.Func("inv")
+    inv[r] = hl.cast(x.type(), 1 / s[r])
+    out = hl.Func("out")
+    out[c, r] = e[c, r] * inv[r]
+    return out
+
+
+@op(category="nn", inputs={"x": "R C"}, output="R C", dtypes=_FLOATS, reference=_log_softmax_ref,
+    frontend=_log_softmax_frontend, example=_EXAMPLE)
+def log_softmax(x, *, dims):
+    """Log-softmax of each row of [R, C]: ``x - max - log(sum(exp(x - max)))``."""
+    c, r = hl.Var("c"), hl.Var("r")
+    m = _row_max(x, dims)
+    s = _row_sum("rowsum", lambda k, rr: _exp(x[k, rr] - m[rr]), dims, _acc(x.type()))
+    shift = hl.Func("shift")
+    shift[r] = m[r] + hl.cast(x.type(), _log(s[r]))
+    out = hl.Func("out")
+    out[c, r] = x[c, r] - shift[r]
+    return out
+
+
+@op(category="nn", inputs={"x": "R C", "gamma": "C", "beta": "C"}, output="R C", dtypes=_FLOATS,
+    params=[_EPS5], reference=_layer_norm_ref, frontend=_layer_norm_frontend,
+    example=_EXAMPLE)
+def layer_norm(x, gamma, beta, eps, *, dims):
+    """Layer norm of each row of [R, C]: ``(x - mean) / sqrt(var + eps) * gamma + beta``."""
+    c, r = hl.Var("c"), hl.Var("r")
+    t, at = x.type(), _acc(x.type())
+    n = hl.cast(at, dims.C)
+    total = _row_sum("rowsum", lambda k, rr: x[k, rr], dims, at)
+    mu = hl.Func("mu")
+    mu[r] = hl.cast(t, total[r] / n)
+    sq = _row_sum("sqdev", lambda k, rr: _sq(hl.cast(at, x[k, rr] - mu[rr])), dims, at)
+    inv = hl.Func("inv")
+    inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / n + hl.f64(eps)))
+    out = hl.Func("out")
+    out[c, r] = (x[c, r] - mu[r]) * inv[r] * gamma[c] + beta[c]
+    return out
+
+
+@op(category="nn", inputs={"x": "R C", "gamma": "C"}, output="R C", dtypes=_FLOATS,
+    params=[_EPS6], reference=_rms_norm_ref, frontend=_rms_norm_frontend, example=_EXAMPLE)
+def rms_norm(x, gamma, eps, *, dims):
+    """RMS norm of each row of [R, C]: ``x / sqrt(mean(x**2) + eps) * gamma``."""
+    c, r = hl.Var("c"), hl.Var("r")
+    t, at = x.type(), _acc(x.type())
+    sq = _row_sum("sumsq", lambda k, rr: _sq(hl.cast(at, x[k, rr])), dims, at)
+    inv = hl.Func("inv")
+    inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / hl.cast(at, dims.C) + hl.f64(eps)))
+    out = hl.Func("out")
+    out[c, r] = x[c, r] * inv[r] * gamma[c]
+    return out
+
+
+def _batch_norm_inputs(dims, dtypes, params, rng):
+    """Canonical inputs with positive variances."""
+    n, c, s = dims["N"], dims["C"], dims["S"]
+    x = rng.uniform(-1.0, 1.0, (n, c, s)).astype(dtypes[0])
+    mean = rng.uniform(-1.0, 1.0, c).astype(dtypes[1])
+    var = rng.uniform(0.1, 2.0, c).astype(dtypes[2])
+    gamma = rng.uniform(-1.0, 1.0, c).astype(dtypes[3])
+    beta = rng.uniform(-1.0, 1.0, c).astype(dtypes[4])
+    return [x, mean, var, gamma, beta]
+
+
+@op(category="nn", inputs={"x": "N C S", "mean": "C", "var": "C", "gamma": "C", "beta": "C"},
+    output="N C S", dtypes=_FLOATS, params=[_EPS5], reference=_batch_norm_ref,
+    frontend=_batch_norm_frontend, example={"N": 4, "C": 16, "S": 49},
+    make_inputs=_batch_norm_inputs)
+def batch_norm(x, mean, var, gamma, beta, eps, *, dims):
+    """Inference batch norm of [N, C, S] per channel c:
+    ``(x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c]``."""
+    s, c, n = hl.Var("s"), hl.Var("c"), hl.Var("n")
+    t = x.type()
+    scale = hl.Func("scale")
+    scale[c] = hl.cast(t, gamma[c] / hl.sqrt(hl.cast(hl.Float(64), var[c]) + hl.f64(eps)))
+    out = hl.Func("out")
+    out[s, c, n] = (x[s, c, n] - mean[c]) * scale[c] + beta[c]
+    return out
+
+
+def _sq(e):
+    return e * e

@@ -1,0 +1,439 @@
+"""Reductions: sum, mean, prod, max, min, argmax, argmin, var, std and logsumexp.
+
+The public functions follow NumPy: ``sum(x, axis=None, keepdims=False)`` where ``axis`` is None
+(every axis), an int (negative counts from the end) or a tuple of distinct ints, and ``keepdims``
+keeps each reduced axis as size 1. ``argmax``/``argmin`` take one int axis or None (None indexes
+the flattened array, in C order).
+
+Each op has one kernel on a 2-D array [O, R] that reduces every row over R, giving [O]. The
+public call moves the reduced axes last and flattens them into R and the kept ones into O
+(``axis=None`` makes O = 1); a call on a 2-D array with ``axis=-1`` is exactly a kernel call.
+
+Conventions:
+
+- float32 sums (``sum``, ``mean``, ``var``, ``std``, ``logsumexp``) are accumulated in float64 and
+  rounded once, so they stay accurate over any number of elements. ``prod`` multiplies in the
+  input type (float32 overflows like NumPy's float32 product).
+- int32 input: ``sum`` and ``prod`` give int64 and ``max``/``min`` give int32 (NumPy's result
+  dtypes on 64-bit Linux); ``argmax``/``argmin`` always give int64.
+- NaN: ``max``/``min``/``logsumexp`` of a row holding a NaN are NaN; ``argmax``/``argmin`` return
+  the index of the first NaN; otherwise the first index of the extreme value (-0.0 equals 0.0).
+- ``var``/``std`` use two passes (the mean, then the squared deviations) and divide by
+  ``max(N - ddof, 0)`` like NumPy.
+- ``logsumexp`` is ``scipy.special.logsumexp``: ``m + log(sum(exp(x - m)))`` with ``m`` the row
+  maximum; a row whose maximum is +-inf or NaN gives that maximum.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import halide as hl
+import numpy as np
+
+from ..errors import ParamError
+from ..runtime import as_array
+from ._op import Param, op
+
+_FLOATS = ["float32", "float64"]
+_WITH_INT = ["float32", "float64", "int32"]
+_EXAMPLE = {"O": 16, "R": 100}
+
+
+# -- axis handling -------------------------------------------------------------------------------
+
+def _axes(name: str, axis, ndim: int, *, single: bool = False) -> tuple[int, ...]:
+    """The reduced axes as sorted non-negative ints; ParamError for a bad or repeated axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    if single and isinstance(axis, (tuple, list)):
+        raise ParamError(f"{name}: parameter 'axis' must be None or a single int, got {axis!r}")
+    items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in items:
+        if isinstance(a, (bool, np.bool_)) or not hasattr(a, "__index__"):
+            raise ParamError(f"{name}: parameter 'axis' must be None, an int or a tuple of ints, "
+                             f"got {axis!r}")
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise ParamError(f"{name}: parameter 'axis' must be in [{-ndim}, {ndim - 1}] for an "
+                             f"input of rank {ndim}, got {a}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ParamError(f"{name}: parameter 'axis' repeats an axis: {axis!r} (rank {ndim})")
+    return tuple(sorted(out))
+
+
+def _reduce_call(the_op, x, axis, keepdims, single=False, **params):
+    """Runs ``the_op``'s [O, R] kernel for a NumPy-style reduction over ``axis``."""
+    name = the_op.name
+    x = as_array(x, name, "x")
+    if not isinstance(keepdims, (bool, np.bool_)):
+        raise ParamError(f"{name}: parameter 'keepdims' expects a bool, got {keepdims!r}")
+    axes = _axes(name, axis, x.ndim, single=single)
+    kept = [i for i in range(x.ndim) if i not in axes]
+    o = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
+    r = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    moved = np.transpose(x, kept + list(axes)) if x.ndim else x
+    flat = moved.reshape(o, r)
+    res = _arg_blocks(the_op, flat) if single else the_op.kernel(flat, **params)
+    if keepdims:
+        shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
+    else:
+        shape = tuple(x.shape[i] for i in kept)
+    return res.reshape(shape)[()]
+
+
+#: argmax/argmin of one long row search blocks of this many elements in parallel.
+_ARG_BLOCK = 1 << 14
+
+
+def _arg_blocks(the_op, flat: np.ndarray) -> np.ndarray:
+    """argmax/argmin of [O, R]; one long row is cut into blocks searched as rows of their own.
+
+    Each block's answer is its first extreme element (its first NaN, if any); the answer for the
+    row is the first extreme among those candidates, in block order, so it is the same index.
+    """
+    o, r = flat.shape
+    if o != 1 or r < 8 * _ARG_BLOCK:
+        return the_op.kernel(flat)
+    row = flat[0]
+    nb = r // _ARG_BLOCK
+    idx = the_op.kernel(row[:nb * _ARG_BLOCK].reshape(nb, _ARG_BLOCK))
+    cand = idx + np.arange(nb, dtype=np.int64) * _ARG_BLOCK
+    if nb * _ARG_BLOCK < r:
+        tail = the_op.kernel(row[nb * _ARG_BLOCK:].reshape(1, -1))
+        cand = np.append(cand, tail + nb * _ARG_BLOCK)
+    pick = the_op.kernel(row[cand].reshape(1, -1))[0]
+    return cand[pick:pick + 1]
+
+
+# -- helpers inside algorithms -------------------------------------------------------------------
+
+def _sum_type(t: hl.Type) -> hl.Type:
+    """The accumulator of a sum: float64 for floats, int64 for ints."""
+    return hl.Float(64) if t.is_float() else hl.Int(64)
+
+
+def _key(v, nan_high: bool, zero_equal: bool = False):
+    """An integer ordered like the float ``v``; NaN is above every value when ``nan_high`` and
+    below every value otherwise; -0.0 is below 0.0 unless ``zero_equal``. Integer ``v`` is its
+    own key.
+
+    Integer keys make NaN-aware extremes plain integer max/min reductions, which vectorize and
+    which Halide can ``rfactor``; the NaN test is on the bits too, since Halide compiles float
+    comparisons as if no operand were NaN."""
+    t = v.type()
+    if not t.is_float():
+        return v
+    nbits = t.bits()
+    it = hl.Int(nbits)
+    bits = hl.reinterpret(it, v)
+    mask = hl.cast(it, (1 << (nbits - 1)) - 1)
+    inf_bits = hl.cast(it, 0x7F800000 if nbits == 32 else 0x7FF0000000000000)
+    magnitude = bits & mask
+    # Negative floats order backwards as integers: flip their magnitude bits.
+    key = bits ^ ((bits >> (nbits - 1)) & mask)
+    if zero_equal:
+        key = hl.select(magnitude == 0, hl.cast(it, 0), key)
+    return hl.select(magnitude > inf_bits, it.max() if nan_high else it.min(), key)
+
+
+def _unkey(key, t: hl.Type):
+    """The value of type ``t`` whose key (see :func:`_key`) is ``key``."""
+    if not t.is_float():
+        return hl.Expr(key)
+    key = hl.Expr(key)
+    it = key.type()
+    mask = hl.cast(it, (1 << (t.bits() - 1)) - 1)
+    return hl.reinterpret(t, key ^ ((key >> (t.bits() - 1)) & mask))
+
+
+def _rdom(dims):
+    return hl.RDom([hl.Range(0, dims.R)], "k")
+
+
+def _extreme_key(x, dims, name: str, largest: bool):
+    """``name[o]``: the largest (or smallest) key of row ``o``, NaN winning."""
+    o, k = hl.Var("o"), _rdom(dims)
+    it = _key(x[0, 0], largest).type()
+    f = hl.Func(name)
+    f[o] = it.min() if largest else it.max()
+    key = _key(x[k, o], largest)
+    f[o] = hl.max(f[o], key) if largest else hl.min(f[o], key)
+    return f
+
+
+def _row_sum(name: str, value_of, dims, acc_t: hl.Type):
+    """``name[o] = sum_k value_of(k, o)`` accumulated in ``acc_t``."""
+    o, k = hl.Var("o"), _rdom(dims)
+    f = hl.Func(name)
+    f[o] = hl.cast(acc_t, 0)
+    f[o] += hl.cast(acc_t, value_of(k, o))
+    return f
+
+
+def _variance(x, dims, ddof: float):
+    """Row variance in float64 (two passes), divided by ``max(R - ddof, 0)``."""
+    n = hl.cast(hl.Float(64), dims.R)
+    acc = _row_sum("acc", lambda k, o: x[k, o], dims, hl.Float(64))
+    dev = _row_sum("dev", lambda k, o: _sq(hl.cast(hl.Float(64), x[k, o]) - acc[o] / n), dims,
+                   hl.Float(64))
+    o = hl.Var("o")
+    return o, dev[o] / hl.max(n - hl.f64(ddof), hl.f64(0))
+
+
+def _sq(e):
+    return e * e
+
+
+# -- references (NumPy, public signatures) -------------------------------------------------------
+
+def _sum_ref(x, axis=None, keepdims=False):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _mean_ref(x, axis=None, keepdims=False):
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
+def _prod_ref(x, axis=None, keepdims=False):
+    return np.prod(x, axis=axis, keepdims=keepdims)
+
+
+def _max_ref(x, axis=None, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def _min_ref(x, axis=None, keepdims=False):
+    return np.min(x, axis=axis, keepdims=keepdims)
+
+
+def _argmax_ref(x, axis=None, keepdims=False):
+    return np.argmax(x, axis=axis, keepdims=keepdims)
+
+
+def _argmin_ref(x, axis=None, keepdims=False):
+    return np.argmin(x, axis=axis, keepdims=keepdims)
+
+
+def _var_ref(x, axis=None, ddof=0, keepdims=False):
+    return np.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def _std_ref(x, axis=None, ddof=0, keepdims=False):
+    return np.std(x, axis=axis, ddof=ddof, keepdims=keepdims)
+
+
+def _logsumexp_ref(x, axis=None, keepdims=False):
+    x = np.asarray(x)
+    m = np.max(x, axis=axis, keepdims=True)
+    shift = np.where(np.isfinite(m), m, 0).astype(x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.sum(np.exp(x - shift), axis=axis, keepdims=True)
+        out = np.log(s) + shift
+    if not keepdims:
+        out = np.squeeze(out, axis=axis if axis is not None else None)
+    return out.astype(x.dtype)[()]
+
+
+def _last_axis(ref):
+    """The kernel reference: ``ref`` over the last axis of a 2-D array."""
+
+    def kernel_ref(x, **params):
+        return ref(x, axis=-1, **params)
+
+    return kernel_ref
+
+
+# -- public frontends ----------------------------------------------------------------------------
+
+def _sum_frontend(x, axis=None, keepdims=False):
+    """Sum of the elements over ``axis`` (``np.sum``)."""
+    return _reduce_call(sum_, x, axis, keepdims)
+
+
+def _mean_frontend(x, axis=None, keepdims=False):
+    """Arithmetic mean over ``axis`` (``np.mean``)."""
+    return _reduce_call(mean, x, axis, keepdims)
+
+
+def _prod_frontend(x, axis=None, keepdims=False):
+    """Product of the elements over ``axis`` (``np.prod``)."""
+    return _reduce_call(prod, x, axis, keepdims)
+
+
+def _max_frontend(x, axis=None, keepdims=False):
+    """Largest element over ``axis`` (``np.max``); NaN if the reduced elements hold a NaN."""
+    return _reduce_call(max_, x, axis, keepdims)
+
+
+def _min_frontend(x, axis=None, keepdims=False):
+    """Smallest element over ``axis`` (``np.min``); NaN if the reduced elements hold a NaN."""
+    return _reduce_call(min_, x, axis, keepdims)
+
+
+def _argmax_frontend(x, axis=None, keepdims=False):
+    """Index of the first largest element along ``axis`` (``np.argmax``; a NaN counts as
+    largest); int64."""
+    return _reduce_call(argmax, x, axis, keepdims, single=True)
+
+
+def _argmin_frontend(x, axis=None, keepdims=False):
+    """Index of the first smallest element along ``axis`` (``np.argmin``; a NaN counts as
+    smallest); int64."""
+    return _reduce_call(argmin, x, axis, keepdims, single=True)
+
+
+def _var_frontend(x, axis=None, ddof=0, keepdims=False):
+    """Variance over ``axis`` (``np.var``), divided by ``N - ddof``."""
+    return _reduce_call(var, x, axis, keepdims, ddof=ddof)
+
+
+def _std_frontend(x, axis=None, ddof=0, keepdims=False):
+    """Standard deviation over ``axis`` (``np.std``), from the variance divided by ``N - ddof``."""
+    return _reduce_call(std, x, axis, keepdims, ddof=ddof)
+
+
+def _logsumexp_frontend(x, axis=None, keepdims=False):
+    """``log(sum(exp(x)))`` over ``axis``, computed without overflow (``scipy.special.logsumexp``)."""
+    return _reduce_call(logsumexp, x, axis, keepdims)
+
+
+# -- the kernels ---------------------------------------------------------------------------------
+
+_DDOF = Param("ddof", float, default=0.0, doc="delta degrees of freedom: divide by N - ddof")
+
+
+@op(name="sum", category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT,
+    reference=_sum_ref, kernel_reference=_last_axis(_sum_ref), frontend=_sum_frontend,
+    example=_EXAMPLE)
+def sum_(x, *, dims):
+    """Row sums of [O, R] -> [O]; float32 accumulates in float64, int32 sums to int64."""
+    acc = _row_sum("acc", lambda k, o: x[k, o], dims, _sum_type(x.type()))
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = hl.cast(x.type() if x.type().is_float() else hl.Int(64), acc[o])
+    return out
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS, reference=_mean_ref,
+    kernel_reference=_last_axis(_mean_ref), frontend=_mean_frontend, example=_EXAMPLE)
+def mean(x, *, dims):
+    """Row means of [O, R] -> [O], accumulated in float64."""
+    acc = _row_sum("acc", lambda k, o: x[k, o], dims, hl.Float(64))
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = hl.cast(x.type(), acc[o] / hl.cast(hl.Float(64), dims.R))
+    return out
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT, reference=_prod_ref,
+    kernel_reference=_last_axis(_prod_ref), frontend=_prod_frontend, example=_EXAMPLE)
+def prod(x, *, dims):
+    """Row products of [O, R] -> [O]; floats multiply in their own type, int32 in int64."""
+    t = x.type() if x.type().is_float() else hl.Int(64)
+    o, k = hl.Var("o"), _rdom(dims)
+    acc = hl.Func("acc")
+    acc[o] = hl.cast(t, 1)
+    acc[o] *= hl.cast(t, x[k, o])
+    out = hl.Func("out")
+    out[o] = acc[o]
+    return out
+
+
+@op(name="max", category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT,
+    reference=_max_ref, kernel_reference=_last_axis(_max_ref), frontend=_max_frontend,
+    example=_EXAMPLE)
+def max_(x, *, dims):
+    """Row maxima of [O, R] -> [O]; a row holding a NaN gives NaN."""
+    best = _extreme_key(x, dims, "best", largest=True)
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = _unkey(best[o], x.type())
+    return out
+
+
+@op(name="min", category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT,
+    reference=_min_ref, kernel_reference=_last_axis(_min_ref), frontend=_min_frontend,
+    example=_EXAMPLE)
+def min_(x, *, dims):
+    """Row minima of [O, R] -> [O]; a row holding a NaN gives NaN."""
+    best = _extreme_key(x, dims, "best", largest=False)
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = _unkey(best[o], x.type())
+    return out
+
+
+def _arg_extreme(x, dims, largest: bool):
+    """First index of the extreme key of each row: one pass finds the key, a second one the first
+    index holding it (keys with -0.0 and 0.0 made equal)."""
+    best = _extreme_key(x, dims, "best", largest)
+    o, k = hl.Var("o"), _rdom(dims)
+    target = hl.Expr(best[o])
+    if x.type().is_float():
+        target = hl.select(target == -1, hl.cast(target.type(), 0), target)  # the key of -0.0
+    first = hl.Func("first")
+    first[o] = hl.cast(hl.Int(32), dims.R)
+    hit = _key(x[k, o], largest, zero_equal=True) == target
+    first[o] = hl.min(first[o], hl.select(hit, k, dims.R))
+    out = hl.Func("out")
+    out[o] = hl.cast(hl.Int(64), first[o])
+    return out
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT,
+    reference=_argmax_ref, kernel_reference=_last_axis(_argmax_ref), frontend=_argmax_frontend,
+    example=_EXAMPLE)
+def argmax(x, *, dims):
+    """Index (int64) of the first largest element of each row of [O, R]; a NaN is largest."""
+    return _arg_extreme(x, dims, largest=True)
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_WITH_INT,
+    reference=_argmin_ref, kernel_reference=_last_axis(_argmin_ref), frontend=_argmin_frontend,
+    example=_EXAMPLE)
+def argmin(x, *, dims):
+    """Index (int64) of the first smallest element of each row of [O, R]; a NaN is smallest."""
+    return _arg_extreme(x, dims, largest=False)
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS, params=[_DDOF],
+    reference=_var_ref, kernel_reference=_last_axis(_var_ref), frontend=_var_frontend,
+    example=_EXAMPLE)
+def var(x, ddof, *, dims):
+    """Row variances of [O, R] -> [O]: mean of squared deviations, divided by ``R - ddof``."""
+    o, v = _variance(x, dims, ddof)
+    out = hl.Func("out")
+    out[o] = hl.cast(x.type(), v)
+    return out
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS, params=[_DDOF],
+    reference=_std_ref, kernel_reference=_last_axis(_std_ref), frontend=_std_frontend,
+    example=_EXAMPLE)
+def std(x, ddof, *, dims):
+    """Row standard deviations of [O, R] -> [O]: ``sqrt(var(x, ddof))``."""
+    o, v = _variance(x, dims, ddof)
+    out = hl.Func("out")
+    out[o] = hl.cast(x.type(), hl.sqrt(v))
+    return out
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS,
+    reference=_logsumexp_ref, kernel_reference=_last_axis(_logsumexp_ref),
+    frontend=_logsumexp_frontend, example=_EXAMPLE)
+def logsumexp(x, *, dims):
+    """``m + log(sum(exp(x - m)))`` per row of [O, R], ``m`` the row maximum (NaN or +-inf rows
+    give ``m``); the exponentials are summed in float64."""
+    t = x.type()
+    best = _extreme_key(x, dims, "best", largest=True)
+    o = hl.Var("o")
+    m = _unkey(best[o], t)
+    acc = _row_sum("acc", lambda k, oo: hl.exp(x[k, oo] - _unkey(best[oo], t)), dims,
+                   hl.Float(64))
+    out = hl.Func("out")
+    finite = hl.cast(t, hl.cast(hl.Float(64), m) + hl.log(acc[o]))
+    out[o] = hl.select(hl.is_finite(m), finite, m)
+    return out

@@ -1,0 +1,102 @@
+"""Default schedules of the normalizations.
+
+Row normalizations (kernel form [R, C], output ``out[c, r]``): blocks of rows are parallel tasks.
+Inside a task, each row is handled in turn: its statistics (the Funcs with updates, over RVar
+``k$x``) are ``rfactor``-ed over vector lanes so that the row is read with contiguous vector loads
+into lane partials (``<name>_part``); per-row scalars (Funcs over ``r`` only) are computed once per
+row; a per-element intermediate (softmax's ``e``, the exponentials) is stored for the row being
+processed, so each exponential is computed once; the output row is vectorized along C.
+
+Rows shorter than two vectors use the generic schedule (vectorized across rows).
+
+``batch_norm`` (output ``out[s, c, n]``): the per-channel scale is computed once up front; the
+output is vectorized along S and parallel over (channel, image) pairs, or, when S is shorter than a
+vector (a 2-D input), vectorized along C and parallel over blocks of N.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..defaults import MIN_TASK_ELEMS, D, generic, template
+
+
+def _itemsize(dtype: str) -> int:
+    return np.dtype(dtype).itemsize
+
+
+def row_stats(f: str, k: str, width: int) -> list:
+    """Lane-partial ``rfactor`` of the row reduction ``f`` (computed for one row at a time)."""
+    part = f"{f}_part"
+    return [
+        D("split", f, 1, var=k, outer="ko", inner="ki", factor=width),
+        D("rfactor", f, 1, pairs=[["ki", "v"]], intm=part),
+        D("compute_at", part, at=f, var="r"),
+        D("reorder_storage", part, vars=["v", "r"]),
+        D("vectorize", part, 0, var="v"),
+        D("reorder", part, 1, vars=["v", "ko", "r"]),
+        D("vectorize", part, 1, var="v"),
+    ]
+
+
+def row_normalization(built, dims, lanes: int) -> list:
+    n_r, n_c = dims["R"], dims["C"]
+    in_lanes = max(1, lanes * _itemsize(built.out_dtypes[0]) // _itemsize(built.dtypes[0]))
+    width = 2 * in_lanes
+    if n_c < 2 * width:
+        return generic(built, dims, lanes)
+    ds: list = []
+    rows = min(n_r, max(1, MIN_TASK_ELEMS // n_c))
+    at = "r"
+    if n_r * n_c >= MIN_TASK_ELEMS and n_r >= 2:
+        if rows > 1:
+            ds.append(D("split", "out", var="r", outer="ro", inner="ri", factor=rows))
+            ds.append(D("parallel", "out", var="ro"))
+            at = "ri"
+        else:
+            ds.append(D("parallel", "out", var="r"))
+    ds.append(D("vectorize", "out", var="c", factor=lanes))
+    for info in built.funcs.values():
+        if info.is_input or info.is_output:
+            continue
+        ds.append(D("compute_at", info.name, at="out", var=at))
+        if info.updates:
+            ds += row_stats(info.name, info.updates[0][0], width)
+        elif "c" in info.args:
+            # One row of it at a time, in a buffer allocated once per task.
+            if at == "ri":
+                ds.append(D("store_at", info.name, at="out", var="ro"))
+            ds.append(D("vectorize", info.name, var="c", factor=lanes))
+    return ds
+
+
+for _name in ("softmax", "log_softmax", "layer_norm", "rms_norm"):
+    template(_name)(row_normalization)
+
+
+@template("batch_norm")
+def _batch_norm(built, dims, lanes: int) -> list:
+    n_n, n_c, n_s = dims["N"], dims["C"], dims["S"]
+    ds = [D("compute_root", "scale")]
+    total = n_n * n_c * n_s
+    if n_s >= lanes:
+        ds.append(D("vectorize", "out", var="s", factor=lanes))
+        if total >= MIN_TASK_ELEMS:
+            ds.append(D("fuse", "out", inner="c", outer="n", fused="cn"))
+            per_task = max(1, MIN_TASK_ELEMS // n_s)
+            if per_task > 1 and n_n * n_c >= 4 * per_task:
+                ds.append(D("split", "out", var="cn", outer="cno", inner="cni", factor=per_task))
+                ds.append(D("parallel", "out", var="cno"))
+            else:
+                ds.append(D("parallel", "out", var="cn"))
+        return ds
+    if n_c >= lanes:
+        ds.append(D("vectorize", "out", var="c", factor=lanes))
+    if total >= MIN_TASK_ELEMS:
+        per_task = max(1, MIN_TASK_ELEMS // (n_c * n_s))
+        if per_task > 1 and n_n >= 4 * per_task:
+            ds.append(D("split", "out", var="n", outer="no", inner="ni", factor=per_task))
+            ds.append(D("parallel", "out", var="no"))
+        else:
+            ds.append(D("parallel", "out", var="n"))
+    return ds

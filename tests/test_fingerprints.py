@@ -1,0 +1,40 @@
+"""Every op's algorithm fingerprint is the same in every build and in a fresh process."""
+
+import inspect
+import json
+import subprocess
+import sys
+
+import pypto
+from pypto.compiler.lower import build, fingerprint
+
+CODE = """
+import json, inspect, pypto
+from pypto.compiler.lower import build, fingerprint
+out = {}
+for op in pypto.list_ops():
+    if any(p.default is inspect.Parameter.empty for p in op.params):
+        continue
+    out[op.name] = fingerprint(build(op, op.dtypes[0], op.resolve_params({})))
+print(json.dumps(out))
+"""
+
+
+def _all():
+    out = {}
+    for op in pypto.list_ops():
+        if op.category == "test" or any(p.default is inspect.Parameter.empty for p in op.params):
+            continue
+        params = op.resolve_params({})
+        out[op.name] = fingerprint(build(op, op.dtypes[0], params))
+        assert out[op.name] == fingerprint(build(op, op.dtypes[0], params)), op.name
+    return out
+
+
+def test_fingerprints_are_stable_across_builds_and_processes():
+    here = _all()
+    assert len(here) >= 45
+    there = json.loads(subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
+                                      check=True).stdout)
+    for name, fp in here.items():
+        assert there[name] == fp, name
