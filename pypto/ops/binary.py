@@ -1,0 +1,301 @@
+"""Broadcasting binary ops: add, sub, mul, div, pow, maximum, minimum, where, swiglu.
+
+The public calls follow NumPy: ``add(a, b)``, ``where(cond, a, b)``, ``swiglu(x, y)``.
+
+Broadcasting: the inputs broadcast together like NumPy's (``np.broadcast_shapes``) and the result
+has the broadcast shape. The kernel works on a 2-D form [R, C] of that shape: C is the product of
+the trailing axes (the last axis, or more when the last axes are short) and R of the leading ones.
+An input that already has the full shape is passed as a view when its rows are contiguous; an
+input that is broadcast is passed as a stride-0 view when the broadcasting is along whole rows
+(a bias over the last axes, a scalar), and is otherwise materialized with ``np.broadcast_to`` and
+made dense (a copy the size of the result).
+
+dtypes: float32, float64 and float16 (float16 is computed in float32 and rounded once, as NumPy
+does), and int32 for ``add``, ``sub``, ``mul``, ``maximum``, ``minimum`` and ``where`` (wrapping on
+overflow like NumPy). Both array inputs must have the same dtype: a float32 array with a float64
+array is a DtypeError (cast one of them); nothing is promoted silently. Python scalars take the
+dtype NumPy gives them next to the arrays (``add(x32, 2.0)`` is float32; ``add(i32, 2.5)`` is
+float64, as in NumPy). ``where`` takes a bool ``cond``.
+
+Semantics: ``div`` is true division (``a / b``; +-inf or NaN at zero like NumPy); ``pow`` is
+``np.power`` for floats with C's ``pow`` special cases (a finite negative base with a non-integer
+exponent is NaN; ``x**0 = 1**y = 1`` even for NaN; float32 is computed in float64 and rounded once;
+float64 is within about 1e-13 relative);
+``maximum``/``minimum`` propagate NaN like ``np.maximum``; ``swiglu(x, y) = silu(x) * y`` with
+``silu(x) = x * sigmoid(x)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import halide as hl
+import numpy as np
+
+from ..errors import DtypeError, ParamError, ShapeError
+from ..runtime import as_array
+from . import elementwise as _ew
+from ._op import op
+
+FLOATS = ("float32", "float64", "float16")
+WITH_INT = FLOATS + ("int32",)
+_EXAMPLE = {"R": 64, "C": 100}
+#: Rows shorter than this are merged with the axes before them, so that vectors fill up.
+MIN_ROW = 64
+
+# -- element functions -----------------------------------------------------------------------------
+
+
+def _add(a, b):
+    return a + b
+
+
+def _sub(a, b):
+    return a - b
+
+
+def _mul(a, b):
+    return a * b
+
+
+def _div(a, b):
+    return a / b
+
+
+def _maximum(a, b):
+    if a.type().is_float():
+        return hl.select(_ew._is_nan(a) | (a > b), a, b)
+    return hl.max(a, b)
+
+
+def _minimum(a, b):
+    if a.type().is_float():
+        return hl.select(_ew._is_nan(a) | (a < b), a, b)
+    return hl.min(a, b)
+
+
+def _pow_core(x, y):
+    """np.power for floats of one type: exp(y * log|x|) plus the IEEE (C99 pow) special cases."""
+    x = _ew._let("pow_base", x)
+    y = _ew._let("pow_exponent", y)
+    one = _ew._k(x, 1.0)
+    ax = hl.abs(x)
+    mag = _ew._exp(y * _ew._log(ax))
+    y_finite = _ew._is_finite(y)
+    y_int = y_finite & (hl.floor(y) == y)
+    half = y * _ew._k(x, 0.5)
+    big = 2.0 ** (53 if x.type().bits() == 64 else 24)   # beyond this every float is even
+    y_odd = y_int & (hl.abs(y) < _ew._k(x, big)) & (hl.floor(half) != half)
+    res = _ew._flipsign(mag, hl.select(y_odd, x, one))             # (-x)**odd = -(x**odd)
+    neg_base = (x < _ew._k(x, 0.0)) & _ew._is_finite(x)
+    res = hl.select(neg_base & y_finite & hl.logical_not(y_int), _ew._nan(x), res)
+    res = hl.select(_ew._is_nan(x) | _ew._is_nan(y), _ew._nan(x), res)
+    res = hl.select((ax == one) & _ew._is_inf(y), one, res)          # (+-1)**(+-inf) = 1
+    return hl.select((y == _ew._k(x, 0.0)) | (x == one), one, res)  # x**0 = 1**y = 1, even NaN
+
+
+def _pow(a, b):
+    """float32 is computed in float64 and rounded once."""
+    if a.type().bits() == 32:
+        return hl.cast(hl.Float(32), _pow_core(hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)))
+    return _pow_core(a, b)
+
+
+def _swiglu(x, y):
+    return _ew._silu(x) * y
+
+
+def _apply(fn, vals, args, fn16=None):
+    """fn on elements: float16 through float32 (with ``fn16`` if given), float math IEEE-strict,
+    ints as they are."""
+    t = vals[-1].type()
+    with _ew.sharing(args):
+        if t.is_float():
+            if t.bits() == 16:
+                f32 = [hl.cast(hl.Float(32), v) for v in vals]
+                return hl.cast(t, hl.strict_float((fn16 or fn)(*f32)))
+            return hl.strict_float(fn(*vals))
+        return fn(*vals)
+
+
+# -- the public call: dtypes, broadcasting and the 2-D form ----------------------------------------
+
+
+def _is_python_scalar(v) -> bool:
+    return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
+
+
+def _operands(name: str, names, values, cond: str | None):
+    """Arrays for the call, with Python scalars typed the NumPy way next to the arrays."""
+    arrays: dict[str, np.ndarray] = {}
+    scalars: dict[str, object] = {}
+    for n, v in zip(names, values):
+        if n != cond and _is_python_scalar(v):
+            scalars[n] = v
+        else:
+            arrays[n] = as_array(v, name, n)
+    if cond is not None:
+        c = arrays[cond]
+        if c.dtype != np.bool_:
+            raise DtypeError(f"{name}: argument '{cond}' must be a bool array, got dtype "
+                             f"{c.dtype.name} (use a comparison such as x > 0)")
+    typed = {n: a for n, a in arrays.items() if n != cond}
+    dts = {a.dtype for a in typed.values()}
+    if len(dts) > 1:
+        (n1, a1), (n2, a2) = [(n, a) for n, a in typed.items()][:2]
+        raise DtypeError(f"{name}: arguments '{n1}' ({a1.dtype.name}) and '{n2}' ({a2.dtype.name}) "
+                         f"have different dtypes; cast one of them explicitly (for instance "
+                         f"{n2}.astype(np.{a1.dtype.name})): {name} does not promote dtypes")
+    try:
+        if typed:
+            dt = np.result_type(*[np.empty(0, d) for d in dts], *scalars.values())
+        else:
+            dt = np.result_type(*scalars.values())
+    except (TypeError, ValueError, OverflowError) as e:
+        raise DtypeError(f"{name}: cannot combine the arguments' types ({e})") from None
+    for n, v in scalars.items():
+        try:
+            arrays[n] = np.asarray(v, dtype=dt)
+        except OverflowError:
+            raise DtypeError(f"{name}: the Python int {v!r} given as '{n}' does not fit "
+                             f"{dt.name}") from None
+    for n in typed:
+        if arrays[n].dtype != dt:         # promoted by a Python scalar, as NumPy does
+            arrays[n] = arrays[n].astype(dt)
+    return [arrays[n] for n in names], dt
+
+
+def _plan(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(split axis j, R, C): C = prod(shape[j:]) is the shortest tail with >= MIN_ROW elements."""
+    k = len(shape)
+    j = max(k - 1, 0)
+    while j > 0 and math.prod(shape[j:]) < MIN_ROW:
+        j -= 1
+    return j, math.prod(shape[:j]), math.prod(shape[j:])
+
+
+def _as_2d(a: np.ndarray, shape, r: int, c: int) -> np.ndarray:
+    """``a`` broadcast to ``shape`` as an [r, c] array: a view where strides allow, else a copy."""
+    if a.shape != tuple(shape):
+        # A stride-0 view of the operand itself (np.broadcast_to's views are read-only, which
+        # Halide buffers do not accept, so the runtime would copy them); Halide only reads it.
+        lead = len(shape) - a.ndim
+        strides = (0,) * lead + tuple(0 if n == 1 and m != 1 else s
+                                      for n, m, s in zip(a.shape, shape[lead:], a.strides))
+        full = np.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
+    else:
+        full = a
+    return full.reshape(r, c)         # a view when the strides merge, else a dense copy
+
+
+def _frontend(name: str, arg_names, cond: str | None = None):
+    """The public call: NumPy dtypes for Python scalars, broadcasting, the [R, C] kernel."""
+    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                             for n in arg_names])
+
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ParamError(f"{name}: {e}") from None
+        values = [bound.arguments[n] for n in arg_names]
+        arrays, dt = _operands(name, arg_names, values, cond)
+        the_op = _OPS[name]
+        allowed = sorted({s[-1] for s in the_op.dtypes})
+        if dt.name not in allowed:
+            what = next((n for n, a in zip(arg_names, arrays) if n != cond), arg_names[0])
+            raise DtypeError(f"{name}: argument '{what}' has dtype {dt.name}; expected "
+                             f"{' or '.join(allowed)}")
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError:
+            shapes = ", ".join(f"{a.shape} of '{n}'" for n, a in zip(arg_names, arrays))
+            raise ShapeError(f"{name}: shapes {shapes} cannot be broadcast together (NumPy "
+                             "broadcasting: aligned from the last axis, each axis must match "
+                             "or be 1)") from None
+        if math.prod(shape) == 0:
+            return np.empty(shape, dtype=dt)
+        _, r, c = _plan(shape)
+        flat = [_as_2d(a, shape, r, c) for a in arrays]
+        return the_op.kernel(*flat).reshape(shape)
+
+    call.__signature__ = sig
+    call.__name__ = name
+    return call
+
+
+_OPS: dict = {}
+
+
+def _binary(name, fn, reference, doc, dtypes=FLOATS, arg_names=("a", "b"), fn16=None,
+            make_inputs=None):
+    def algorithm(*images):
+        c, r = hl.Var("c"), hl.Var("r")
+        out = hl.Func("out")
+        out[c, r] = _apply(fn, [im[c, r] for im in images], [c, r], fn16=fn16)
+        return out
+
+    algorithm.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names])
+    algorithm.__name__ = name
+    the_op = op(category="elementwise", inputs={n: "R C" for n in arg_names}, output="R C",
+                dtypes=list(dtypes), reference=reference, frontend=_frontend(name, arg_names),
+                example=dict(_EXAMPLE), make_inputs=make_inputs, name=name, doc=doc)(algorithm)
+    _OPS[name] = the_op
+    return the_op
+
+
+def _pow_inputs(dims, dtypes, params, rng):
+    """Positive bases (a real power everywhere) and exponents in [-3, 3]."""
+    shape = (dims["R"], dims["C"])
+    return [rng.uniform(0.1, 4.0, size=shape).astype(dtypes[0]),
+            rng.uniform(-3.0, 3.0, size=shape).astype(dtypes[1])]
+
+
+_quiet = _ew._quiet     # a reference that computes through overflow and domain warnings silently
+
+
+@_quiet
+def _ref_swiglu(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    silu = x / (np.asarray(1, x.dtype) + np.exp(-x))
+    return np.where(np.isneginf(x), np.asarray(-0.0, x.dtype), silu) * y
+
+
+add = _binary("add", _add, lambda a, b: np.add(a, b), "a + b, broadcasting like NumPy.",
+              WITH_INT)
+sub = _binary("sub", _sub, lambda a, b: np.subtract(a, b), "a - b, broadcasting like NumPy.",
+              WITH_INT)
+mul = _binary("mul", _mul, lambda a, b: np.multiply(a, b), "a * b, broadcasting like NumPy.",
+              WITH_INT)
+div = _binary("div", _div, _quiet(lambda a, b: np.true_divide(a, b)),
+              "a / b (true division), broadcasting like NumPy.")
+# float16 needs no float64 inside (and Halide's JIT cannot round float64 to float16 directly).
+pow = _binary("pow", _pow, _quiet(lambda a, b: np.power(a, b)),  # noqa: A001 - the public name
+              "a ** b (np.power for floats), broadcasting like NumPy.", fn16=_pow_core,
+              make_inputs=_pow_inputs)
+maximum = _binary("maximum", _maximum, lambda a, b: np.maximum(a, b),
+                  "Elementwise maximum; NaN if either is NaN (np.maximum).", WITH_INT)
+minimum = _binary("minimum", _minimum, lambda a, b: np.minimum(a, b),
+                  "Elementwise minimum; NaN if either is NaN (np.minimum).", WITH_INT)
+swiglu = _binary("swiglu", _swiglu, _ref_swiglu,
+                 "silu(x) * y, the gated activation of SwiGLU feed-forward layers.",
+                 arg_names=("x", "y"))
+
+
+def _where_algorithm(cond, a, b):
+    c, r = hl.Var("c"), hl.Var("r")
+    out = hl.Func("out")
+    out[c, r] = hl.select(cond[c, r], a[c, r], b[c, r])
+    return out
+
+
+where = op(category="elementwise", inputs={"cond": "R C", "a": "R C", "b": "R C"},
+           output="R C", dtypes=[("bool", t, t) for t in WITH_INT],
+           reference=lambda cond, a, b: np.where(cond, a, b),
+           frontend=_frontend("where", ("cond", "a", "b"), cond="cond"),
+           example=dict(_EXAMPLE), name="where",
+           doc="a where cond is true, else b, broadcasting like NumPy (np.where).")(
+               _where_algorithm)
+_OPS["where"] = where

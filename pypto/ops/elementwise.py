@@ -1,0 +1,836 @@
+"""Elementwise unary ops: ``exp(x)``, ``gelu(x, approximate="none")``, ``clip(x, min, max)``...
+
+Every op here takes one array of any rank and returns an array of the same shape and dtype. The
+kernel is 1-D over the flattened elements (named dim ``N``); the public call flattens its input
+(a C- or Fortran-contiguous array is passed without a copy, any other view is copied once) and
+gives the result back in the input's shape. An empty array gives an empty result.
+
+Conventions:
+
+- dtypes: float32, float64 and float16 (float16 is computed in float32 and rounded once at the
+  end, as NumPy does). ``abs``, ``neg``, ``relu``, ``square`` and ``clip`` also take int8, int16
+  and int32, with NumPy's wrap-around (``abs`` of the most negative value is itself).
+- NaN in gives NaN out, and +-inf follow the math (``exp(-inf) = 0``, ``tanh(inf) = 1``,
+  ``sin(inf) = nan``). Where a formula would give ``inf * 0`` at an infinite input, the op returns
+  its limit: ``silu(-inf) = gelu(-inf) = -0.0``, ``softplus(-inf) = 0``.
+- ``round`` rounds half to even, like ``np.round``.
+- ``clip(x, min=None, max=None)`` is ``np.clip``: ``minimum(maximum(x, min), max)``, so
+  ``min > max`` gives ``max`` everywhere; a bound left as None is not applied. Integer arrays take
+  integer bounds; bounds beyond the dtype's range act as that range's end.
+- ``gelu(x, approximate="none")`` is ``x * Phi(x)`` with the exact normal CDF (through ``erf``);
+  ``approximate="tanh"`` is ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, as in
+  ``torch.nn.functional.gelu``.
+- ``softplus(x) = log(1 + exp(x))`` (``np.logaddexp(0, x)``), accurate for every x.
+
+Accuracy: results are within a few units in the last place of the correctly rounded value
+(float32 ``erf`` within 6 ulp). ``gelu`` is ``0.5 x (1 + erf(x / sqrt 2))`` as in PyTorch, so
+below x = -3 its error is small in absolute terms (about 1e-7 |x| in float32) but not relative to
+the tiny result. Transcendentals are written as vectorizable polynomials (exp, log, sin and cos
+with an exact argument reduction in float32, erf after FreeBSD's msun), so the kernels run as
+vector code; float64 ``sin``/``cos`` call the C library only for |x| >= 1e6.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import math
+import threading
+
+import halide as hl
+import numpy as np
+
+from ..errors import DtypeError, ParamError
+from ..runtime import as_array
+from ._op import Param, op
+
+FLOATS = ("float32", "float64", "float16")
+INTS = ("int8", "int16", "int32")
+_EXAMPLE = {"N": 1000}
+
+# -- constants and bit-level helpers ---------------------------------------------------------------
+
+
+def _is64(e) -> bool:
+    return e.type().bits() == 64
+
+
+def _k(like, v: float):
+    """The constant ``v`` in the float type of ``like``."""
+    return hl.f64(v) if _is64(like) else hl.f32(v)
+
+
+def _bits_type(like, signed=True):
+    n = like.type().bits()
+    return hl.Int(n) if signed else hl.UInt(n)
+
+
+def _as_bits(x):
+    return hl.reinterpret(_bits_type(x, signed=False), x)
+
+
+def _from_bits(bits, like):
+    return hl.reinterpret(like.type(), bits)
+
+
+def _sign_bit(x):
+    one = hl.cast(_bits_type(x, signed=False), 1)
+    return one << (x.type().bits() - 1)
+
+
+def _copysign(mag, sign):
+    """``mag`` with the sign bit of ``sign`` (``mag`` must be non-negative or NaN)."""
+    return _from_bits(_as_bits(mag) | (_as_bits(sign) & _sign_bit(sign)), mag)
+
+
+def _flipsign(v, sign):
+    """``v`` with its sign flipped where ``sign`` is negative (or -0.0)."""
+    return _from_bits(_as_bits(v) ^ (_as_bits(sign) & _sign_bit(sign)), v)
+
+
+def _magnitude_bits(x):
+    return _as_bits(x) & ~_sign_bit(x)
+
+
+def _exp_mask(x):
+    n = x.type().bits()
+    mant = 23 if n == 32 else 52
+    return hl.cast(_bits_type(x, signed=False), (1 << (n - 1)) - (1 << mant))
+
+
+# NaN/inf tests on the bits: Halide's is_nan/is_inf drop a float16 -> float32 conversion and then
+# miss float16 NaN and inf.
+def _is_nan(x):
+    return _magnitude_bits(x) > _exp_mask(x)
+
+
+def _is_inf(x):
+    return _magnitude_bits(x) == _exp_mask(x)
+
+
+def _is_finite(x):
+    return _magnitude_bits(x) < _exp_mask(x)
+
+
+def _pow2(k, like):
+    """2**k as a float of ``like``'s type, for an integer Expr k inside the normal range."""
+    if _is64(like):
+        return _from_bits(hl.cast(hl.UInt(64), hl.cast(hl.Int(64), k) + 1023) << 52, like)
+    return _from_bits(hl.cast(hl.UInt(32), k + 127) << 23, like)
+
+
+def _inf(like):
+    return _k(like, math.inf)
+
+
+def _nan(like):
+    return _k(like, math.nan)
+
+
+def _horner(z, coeffs):
+    """c0 + z*(c1 + z*(c2 + ...)) with python-float coefficients."""
+    acc = _k(z, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = acc * z + _k(z, c)
+    return acc
+
+
+def _clamp(x, lo, hi):
+    """min(max(x, lo), hi) that lets NaN through (it compares false both ways)."""
+    lo, hi = _k(x, lo), _k(x, hi)
+    x = hl.select(x < lo, lo, x)
+    return hl.select(x > hi, hi, x)
+
+
+# -- shared sub-results ----------------------------------------------------------------------------
+# An element function uses some intermediate values many times (a polynomial's argument, a
+# clamped input). Each such value becomes a small named Func over the output's variables, so the
+# expression handed to Halide stays a graph of modest size; Halide inlines these Funcs again (the
+# default schedule computes them inline), giving the same code as one big expression.
+
+_LOCAL = threading.local()
+
+
+class _Sharing:
+    def __init__(self, args):
+        self.args = list(args)
+        self.used: dict[str, int] = {}
+
+    def let(self, name, e):
+        n = self.used.get(name, 0) + 1
+        self.used[name] = n
+        f = hl.Func(name if n == 1 else f"{name}{n}")
+        f[self.args] = hl.strict_float(e) if e.type().is_float() else e
+        return hl.Expr(f[self.args])
+
+
+@contextlib.contextmanager
+def sharing(args):
+    """While active, element functions name their shared values as Funcs over ``args``."""
+    prev = getattr(_LOCAL, "ctx", None)
+    _LOCAL.ctx = _Sharing(args)
+    try:
+        yield
+    finally:
+        _LOCAL.ctx = prev
+
+
+def _let(name, e):
+    ctx = getattr(_LOCAL, "ctx", None)
+    return e if ctx is None else ctx.let(name, e)
+
+
+# -- exp, expm1, log, log1p ------------------------------------------------------------------------
+
+# ln 2 split so that k * _LN2_HI is exact for the k that occur.
+_LN2_HI = {32: 0.693359375, 64: 6.93147180369123816490e-01}
+_LN2_LO = {32: -2.12194440e-4, 64: 1.90821492927058770002e-10}
+# Clamp bounds: beyond them exp is +inf or 0 after rounding.
+_EXP_HI = {32: 89.0, 64: 710.0}
+_EXP_LO = {32: -104.0, 64: -746.0}
+# Taylor degree that makes the truncation error < 1/2 ulp on |r| <= ln2/2.
+_EXP_DEG = {32: 7, 64: 13}
+_INV_FACT = [1.0 / math.factorial(i) for i in range(20)]
+
+
+def _exp(x):
+    """e**x for every x but NaN (which gives some NaN or number: callers select NaN through)."""
+    b = x.type().bits()
+    xc = _let("exp_arg", _clamp(x, _EXP_LO[b], _EXP_HI[b]))
+    k = hl.floor(xc * _k(x, 1.0 / math.log(2.0)) + _k(x, 0.5))
+    r = _let("exp_red", (xc - k * _k(x, _LN2_HI[b])) - k * _k(x, _LN2_LO[b]))
+    p = _horner(r, _INV_FACT[: _EXP_DEG[b] + 1])
+    ki = hl.cast(hl.Int(32), k)
+    # Two factors keep each power of two a normal number down into the subnormal results.
+    k1 = ki >> 1
+    return p * _pow2(k1, x) * _pow2(ki - k1, x)
+
+
+def _expm1(x):
+    b = x.type().bits()
+    x = _let("expm1_arg", x)
+    # Below the cut, Taylor terms to degree `deg` are exact to well under an ulp of the result.
+    cut, deg = (0.5, 9) if b == 32 else (0.35, 14)
+    small = x * _horner(x, _INV_FACT[1: deg + 1])
+    return hl.select(hl.abs(x) < _k(x, cut), small, _exp(x) - _k(x, 1.0))
+
+
+_LOG_DEG = {32: 6, 64: 12}   # terms of 2*atanh(s)/s in z = s*s, |s| <= 0.1716
+
+
+def _log_core(x):
+    """log(x) for positive, finite, normal x."""
+    b = x.type().bits()
+    mant_bits, bias = (23, 127) if b == 32 else (52, 1023)
+    ibits = hl.reinterpret(_bits_type(x), x)
+    one = hl.cast(_bits_type(x), 1)
+    e = hl.cast(hl.Int(32), ibits >> mant_bits) - bias
+    mant = ibits & ((one << mant_bits) - 1)
+    m = _from_bits(hl.cast(_bits_type(x, signed=False),
+                           mant | (hl.cast(_bits_type(x), bias) << mant_bits)), x)
+    m = _let("log_mant", m)
+    big = m > _k(x, math.sqrt(2.0))                     # m in [sqrt(1/2), sqrt(2))
+    f = hl.select(big, m * _k(x, 0.5), m) - _k(x, 1.0)
+    e = e + hl.select(big, 1, 0)
+    s = _let("log_s", f / (f + _k(x, 2.0)))              # log(1 + f) = 2 atanh(s)
+    coeffs = [2.0 / (2 * i + 1) for i in range(_LOG_DEG[b] + 1)]
+    lg = s * _horner(s * s, coeffs)
+    ef = hl.cast(x.type(), e)
+    return ef * _k(x, _LN2_HI[b]) + (ef * _k(x, _LN2_LO[b]) + lg)
+
+
+def _log(x):
+    """log(x) for every x but NaN (which the caller selects through)."""
+    b = x.type().bits()
+    x = _let("log_arg", x)
+    shift = 25 if b == 32 else 54
+    tiny = x < _k(x, 2.0 ** (-126 if b == 32 else -1022))   # subnormal: scale into the normal range
+    xs = hl.select(tiny, x * _k(x, 2.0 ** shift), x)
+    res = _log_core(xs) - hl.select(tiny, _k(x, shift * math.log(2.0)), _k(x, 0.0))
+    res = hl.select(x == _k(x, 0.0), -_inf(x), res)
+    res = hl.select(_is_inf(x), x, res)
+    return hl.select(x < _k(x, 0.0), _nan(x), res)
+
+
+def _log_checked(x):
+    return hl.select(_is_nan(x), x, _log(x))
+
+
+def _log1p(x):
+    x = _let("log1p_arg", x)
+    u = _let("log1p_u", x + _k(x, 1.0))
+    d = u - _k(x, 1.0)
+    # log(u) * x / (u - 1) cancels the rounding of 1 + x (exact where u == 1).
+    corr = hl.select(d == _k(x, 0.0), _k(x, 1.0), x / d)
+    res = hl.select(d == _k(x, 0.0), x, _log(u) * corr)
+    res = hl.select(_is_inf(x) & (x > _k(x, 0.0)), x, res)
+    return hl.select(_is_nan(x), x, res)
+
+
+# -- hyperbolic and logistic -----------------------------------------------------------------------
+
+
+def _tanh(x):
+    b = x.type().bits()
+    x = _let("tanh_arg", x)
+    a = _clamp(hl.abs(x), 0.0, 9.5 if b == 32 else 19.5)
+    e = _let("tanh_em1", _expm1(a + a))
+    t = e / (e + _k(x, 2.0))
+    return _copysign(t, x)
+
+
+def _sigmoid(x):
+    # e = exp(-|x|) never overflows; below 0, sigmoid(x) = e / (1 + e) keeps its relative accuracy.
+    x = _let("sigmoid_arg", x)
+    e = _let("sigmoid_e", _exp(-hl.abs(x)))
+    return hl.select(x < _k(x, 0.0), e, _k(x, 1.0)) / (_k(x, 1.0) + e)
+
+
+def _finite_below(x):
+    """x with -inf replaced by the most negative finite value (so x * 0 stays 0)."""
+    lowest = -float(np.finfo(np.float64 if _is64(x) else np.float32).max)
+    return hl.select(x < _k(x, lowest), _k(x, lowest), x)
+
+
+def _silu(x):
+    x = _let("silu_arg", x)
+    return _finite_below(x) * _sigmoid(x)
+
+
+def _softplus(x):
+    x = _let("softplus_arg", x)
+    pos = hl.select(x > _k(x, 0.0), x, _k(x, 0.0))
+    e = _let("softplus_e", _exp(-hl.abs(x)))           # in [0, 1]
+    u = _let("softplus_u", e + _k(x, 1.0))              # in [1, 2]: log needs no special cases
+    log1p_e = _log_core(u) + (e - (u - _k(x, 1.0))) / u
+    return hl.select(_is_nan(x), x, pos + log1p_e)
+
+
+# -- erf -------------------------------------------------------------------------------------------
+# Rational approximations of FreeBSD msun's s_erf.c, evaluated on every interval and selected.
+
+_ERX = 8.45062911510467529297e-01
+_PP = [1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+       -5.77027029648944159157e-03, -2.37630166566501626084e-05]
+_QQ = [1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+       1.32494738004321644526e-04, -3.96022827877536812320e-06]
+_PA = [-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+       3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+       -2.16637559486879084300e-03]
+_QA = [1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+       1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02]
+_RA = [-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+       -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+       -8.12874355063065934246e+01, -9.81432934416914548592e+00]
+_SA = [1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02, 4.34565877475229228821e+02,
+       6.45387271733267880336e+02, 4.29008140027567833386e+02, 1.08635005541779435134e+02,
+       6.57024977031928170135e+00, -6.04244152148580987438e-02]
+_RB = [-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+       -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+       -4.83519191608651397019e+02, 0.0]
+_SB = [1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02, 1.53672958608443695994e+03,
+       3.19985821950859553908e+03, 2.55305040643316442583e+03, 4.74528541206955367215e+02,
+       -2.24409524465858183362e+01, 0.0]
+
+
+def _erf64(x):
+    x = _let("erf_arg", x)
+    a = _let("erf_abs", hl.abs(x))
+    # |x| < 0.84375: x + x * P(x^2) / Q(x^2)
+    z = _let("erf_z", x * x)
+    r1 = x + x * (_horner(z, _PP) / _horner(z, _QQ))
+    # 0.84375 <= |x| < 1.25: erx + P(s) / Q(s), s = |x| - 1
+    s = _let("erf_s", a - _k(x, 1.0))
+    r2 = _k(x, _ERX) + _horner(s, _PA) / _horner(s, _QA)
+    # 1.25 <= |x| < 6: 1 - exp(-x^2 - 0.5625 + R/S) / |x|, with R/S in 1/x^2
+    ac = _let("erf_tail", _clamp(a, 1.25, 6.0))
+    w = _let("erf_w", _k(x, 1.0) / (ac * ac))
+    first = ac < _k(x, 1.0 / 0.35)
+    num = hl.select(first, _horner(w, _RA), _horner(w, _RB))
+    den = hl.select(first, _horner(w, _SA), _horner(w, _SB))
+    hi = _let("erf_hi", _from_bits(_as_bits(ac) & hl.u64(0xFFFFFFFF00000000), ac))  # low word 0
+    ex = _exp(-hi * hi - _k(x, 0.5625)) * _exp((hi - ac) * (hi + ac) + num / den)
+    r3 = _k(x, 1.0) - ex / ac
+    mag = hl.select(a < _k(x, 1.25), r2, hl.select(a < _k(x, 6.0), r3, _k(x, 1.0)))
+    res = hl.select(a < _k(x, 0.84375), r1, _copysign(mag, x))
+    return hl.select(_is_nan(x), x, res)
+
+
+def _erf32(x):
+    # Halide's float32 erf is a vector polynomial accurate to ~4e-7; it needs a bounded input.
+    x = _let("erf_arg", x)
+    res = hl.erf(_clamp(x, -8.0, 8.0))
+    return hl.select(_is_nan(x), x, res)
+
+
+def _erf(x):
+    return _erf64(x) if _is64(x) else _erf32(x)
+
+
+def _gelu(x, approximate):
+    xs = _let("gelu_arg", _finite_below(x))
+    if approximate == "tanh":
+        # 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): no cancellation for negative x.
+        u = _k(x, math.sqrt(2.0 / math.pi)) * (xs + _k(x, 0.044715) * xs * xs * xs)
+        return xs / (_k(x, 1.0) + _exp(-(u + u)))
+    return _k(x, 0.5) * xs * (_k(x, 1.0) + _erf(xs * _k(x, math.sqrt(0.5))))
+
+
+# -- sin and cos -----------------------------------------------------------------------------------
+# float32: exact argument reduction for every finite input (Payne-Hanek style). |x| = m * 2**E
+# with an integer m < 2**24; a table gives G = (2**E * 2/pi) mod 4 split into three doubles whose
+# products with m are exact, so (x * 2/pi) mod 4 is found without cancellation error.
+
+
+def _two_over_pi_bits(nbits: int) -> int:
+    """floor(2/pi * 2**nbits), from Machin's formula in integer arithmetic."""
+    guard = nbits + 32
+    one = 1 << guard
+
+    def arctan_inv(n):
+        total, term, k, sign = 0, one // n, 1, 1
+        n2 = n * n
+        while term:
+            total += sign * (term // k)
+            term //= n2
+            k += 2
+            sign = -sign
+        return total
+
+    pi = 16 * arctan_inv(5) - 4 * arctan_inv(239)      # pi * 2**guard
+    return ((2 << (2 * guard)) // pi) >> (guard - nbits)
+
+
+@functools.lru_cache(maxsize=1)
+def _sincos_tables():
+    frac = 200                                          # fixed-point bits kept below the point
+    q = 120 + frac
+    t = _two_over_pi_bits(q)
+    his, mids, los = [], [], []
+    for be in range(256):
+        e = max(be, 1) - 150
+        shift = q - e - frac
+        v = t >> shift if shift >= 0 else t << -shift   # floor(2**E * 2/pi * 2**frac)
+        g = v % (4 << frac)
+        hi = g >> (frac - 24)
+        rem = g - (hi << (frac - 24))
+        mid = rem >> (frac - 50)
+        lo = rem - (mid << (frac - 50))
+        his.append(hi / 2.0 ** 24)
+        mids.append(mid / 2.0 ** 50)
+        los.append(lo / 2.0 ** frac)
+    parts = ((his, "sincos_g_hi"), (mids, "sincos_g_mid"), (los, "sincos_g_lo"))
+    return tuple(hl.Buffer(np.array(v, dtype=np.float64), name) for v, name in parts)
+
+
+_SIN_TAYLOR = [(-1.0) ** i / math.factorial(2 * i + 1) for i in range(6)]   # degree 11
+_COS_TAYLOR = [(-1.0) ** i / math.factorial(2 * i) for i in range(7)]       # degree 12
+
+
+def _sincos32(x, want_cos: bool):
+    g_hi, g_mid, g_lo = _sincos_tables()
+    x = _let("sincos_arg", x)
+    bits = _as_bits(x)
+    be = hl.cast(hl.Int(32), (bits >> 23) & 0xFF)
+    mant = hl.cast(hl.Int(32), bits & 0x7FFFFF)
+    m = _let("sincos_m", hl.cast(hl.Float(64), hl.select(be == 0, mant, mant | 0x800000)))
+    idx = _let("sincos_idx", hl.clamp(be, 1, 254))
+    a = m * g_hi[idx]                                   # exact
+    a = _let("sincos_a", a - hl.f64(4.0) * hl.floor(a * hl.f64(0.25)))   # exact, in [0, 4)
+    bsum = _let("sincos_b", a + m * g_mid[idx])         # exact, in [0, 5)
+    k = _let("sincos_k", hl.floor(bsum + hl.f64(0.5)))
+    f = (bsum - k) + m * g_lo[idx]
+    r = _let("sincos_r", hl.cast(hl.Float(32), f * hl.f64(math.pi / 2)))
+    z = _let("sincos_z", r * r)
+    s = r * _horner(z, _SIN_TAYLOR)
+    c = _horner(z, _COS_TAYLOR)
+    quad = hl.cast(hl.Int(32), k) + (1 if want_cos else 0)
+    odd = (quad & 1) == 1
+    neg = (quad & 2) == 2
+    v = hl.select(odd, c, s)
+    v = hl.select(neg, -v, v)
+    if not want_cos:
+        v = _flipsign(v, x)                              # sin is odd
+    return hl.select(_is_finite(x), v, _nan(x))
+
+
+# float64: Cody-Waite reduction with pi/2 in three parts (the first two of 33 bits, so k * part is
+# exact for k < 2**20), accurate for |x| < SINCOS64_FAST; larger |x| is recomputed by the C
+# library in an update of the output (see _unary's ``fixup``).
+SINCOS64_FAST = 1.0e6
+
+
+@functools.lru_cache(maxsize=1)
+def _pio2_parts():
+    bits = 300
+    pio2 = _two_over_pi_bits(bits)                      # floor(2/pi * 2**bits)
+    # pi/2 = 1 / (2/pi): 2**(2*bits) // pio2 is pi/2 * 2**bits, good to ~bits - 2 bits.
+    v = (1 << (2 * bits)) // pio2
+    parts = []
+    for width in (33, 33, 53):
+        top = v.bit_length() - width
+        head = (v >> top) << top
+        parts.append(head / 2.0 ** bits)
+        v -= head
+    return tuple(parts)
+
+
+_SIN64 = [(-1.0) ** i / math.factorial(2 * i + 1) for i in range(10)]   # degree 19
+_COS64 = [(-1.0) ** i / math.factorial(2 * i) for i in range(11)]       # degree 20
+
+
+def _sincos64(x, want_cos: bool):
+    p1, p2, p3 = _pio2_parts()
+    x = _let("sincos_arg", x)
+    a = hl.abs(x)
+    k = _let("sincos_k", hl.floor(a * hl.f64(2.0 / math.pi) + hl.f64(0.5)))
+    r = _let("sincos_r", ((a - k * hl.f64(p1)) - k * hl.f64(p2)) - k * hl.f64(p3))
+    z = _let("sincos_z", r * r)
+    s = r * _horner(z, _SIN64)
+    c = _horner(z, _COS64)
+    quad = hl.cast(hl.Int(32), hl.min(k, hl.f64(2.0 ** 30))) + (1 if want_cos else 0)
+    v = hl.select((quad & 1) == 1, c, s)
+    v = hl.select((quad & 2) == 2, -v, v)
+    if not want_cos:
+        v = _flipsign(v, x)
+    return hl.select(_is_finite(x), v, _nan(x))
+
+
+def _sin(x):
+    return _sincos64(x, False) if _is64(x) else _sincos32(x, False)
+
+
+def _cos(x):
+    return _sincos64(x, True) if _is64(x) else _sincos32(x, True)
+
+
+def _sincos64_fixup(libm_fn):
+    def fixup(out, x, dims):
+        """Recomputes the rare float64 elements beyond the fast reduction's range with libm."""
+        if x.type() != hl.Float(64):
+            return
+        big = hl.RDom([hl.Range(0, dims.N)], "big")
+        big.where(hl.abs(x[big.x]) >= hl.f64(SINCOS64_FAST))
+        out[big.x] = hl.strict_float(libm_fn(x[big.x]))
+    return fixup
+
+
+# -- the op factory --------------------------------------------------------------------------------
+
+
+def _apply(x, fn, params, args):
+    """fn on an element: float16 goes through float32; float math is IEEE-strict."""
+    t = x.type()
+    with sharing(args):
+        if t.is_float():
+            if t.bits() == 16:
+                return hl.cast(t, hl.strict_float(fn(hl.cast(hl.Float(32), x), **params)))
+            return hl.strict_float(fn(x, **params))
+        return hl.cast(t, fn(x, **params))
+
+
+def _frontend(name: str, params, check=None):
+    """The public any-rank call: flatten, run the 1-D kernel, restore the shape."""
+    sig = inspect.Signature(
+        [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default)
+           for p in params])
+
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise ParamError(f"{name}: {e}") from None
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        a = as_array(given.pop("x"), name, "x")
+        the_op = _OPS[name]
+        allowed = sorted({s[0] for s in the_op.dtypes})
+        if a.dtype.name not in allowed:
+            raise DtypeError(f"{name}: argument 'x' has dtype {a.dtype.name}; expected "
+                             f"{' or '.join(allowed)}")
+        if check is not None:
+            given = check(a, given)
+        given = {k: v for k, v in given.items() if v is not None}
+        if a.size == 0:
+            the_op.resolve_params(given)
+            return np.empty(a.shape, dtype=a.dtype)
+        if a.flags.c_contiguous:
+            return the_op.kernel(a.reshape(-1), **given).reshape(a.shape)
+        if a.flags.f_contiguous:
+            return the_op.kernel(a.T.reshape(-1), **given).reshape(a.T.shape).T
+        return the_op.kernel(np.ascontiguousarray(a).reshape(-1), **given).reshape(a.shape)
+
+    call.__signature__ = sig
+    call.__name__ = name
+    return call
+
+
+_OPS: dict = {}
+
+
+def _unary(name, fn, reference, doc, *, dtypes=FLOATS, params=(), check=None, make_inputs=None,
+           fixup=None):
+    """Declares the elementwise op ``name``: out[n] = fn(x[n], **params), then ``fixup``'s update
+    of ``out`` if given."""
+    params = tuple(params)
+
+    def algorithm(x, dims, **kw):
+        n = hl.Var("n")
+        out = hl.Func("out")
+        out[n] = _apply(x[n], fn, kw, [n])
+        if fixup is not None:
+            fixup(out, x, dims)
+        return out
+
+    algorithm.__signature__ = inspect.Signature(
+        [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+         inspect.Parameter("dims", inspect.Parameter.KEYWORD_ONLY)]
+        + [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY) for p in params])
+    algorithm.__name__ = name
+    the_op = op(category="elementwise", inputs={"x": "N"}, output="N", dtypes=list(dtypes),
+                params=params, reference=reference, frontend=_frontend(name, params, check),
+                example=dict(_EXAMPLE), make_inputs=make_inputs, name=name, doc=doc)(algorithm)
+    _OPS[name] = the_op
+    return the_op
+
+
+def _positive_inputs(dims, dtypes, params, rng):
+    return [rng.uniform(0.05, 4.0, size=(dims["N"],)).astype(dtypes[0])]
+
+
+def _over_minus_one(dims, dtypes, params, rng):
+    return [rng.uniform(-0.9, 4.0, size=(dims["N"],)).astype(dtypes[0])]
+
+
+def _quiet(fn):
+    """A NumPy reference that computes through overflow and domain warnings silently."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+    return wrapped
+
+
+def _erf_np(v):
+    """erf via Python's math.erf (NumPy has none), in float64."""
+    v64 = np.asarray(v, dtype=np.float64)
+    return np.frompyfunc(math.erf, 1, 1)(v64).astype(np.float64).reshape(v64.shape)
+
+
+# -- reference functions (public signatures) -------------------------------------------------------
+
+
+@_quiet
+def _ref_sigmoid(x):
+    x = np.asarray(x)
+    one = np.asarray(1, x.dtype)
+    return one / (one + np.exp(-x))
+
+
+@_quiet
+def _ref_silu(x):
+    x = np.asarray(x)
+    out = x / (np.asarray(1, x.dtype) + np.exp(-x))
+    return np.where(np.isneginf(x), np.asarray(-0.0, x.dtype), out)
+
+
+@_quiet
+def _ref_gelu(x, approximate="none"):
+    x = np.asarray(x)
+    if approximate == "tanh":
+        c, k = np.asarray(np.sqrt(2.0 / np.pi), x.dtype), np.asarray(0.044715, x.dtype)
+        half, one = np.asarray(0.5, x.dtype), np.asarray(1, x.dtype)
+        out = half * x * (one + np.tanh(c * (x + k * x ** 3)))
+    else:   # NumPy has no erf: math.erf per element, in float64
+        x64 = x.astype(np.float64)
+        out = (0.5 * x64 * (1.0 + _erf_np(x64 / np.sqrt(2.0)))).astype(x.dtype)
+    return np.where(np.isneginf(x), np.asarray(-0.0, x.dtype), out)
+
+
+def _ref_erf(x):
+    x = np.asarray(x)
+    return _erf_np(x).astype(x.dtype)
+
+
+@_quiet
+def _ref_rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+@_quiet
+def _ref_reciprocal(x):
+    return np.reciprocal(x)
+
+
+@_quiet
+def _ref_leaky_relu(x, negative_slope=0.01):
+    x = np.asarray(x)
+    return np.where(x < 0, x * negative_slope, x).astype(x.dtype)
+
+
+def _ref_clip(x, min=None, max=None):  # noqa: A002 - NumPy's names
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        min = None if min is None else int(np.clip(min, info.min, info.max))
+        max = None if max is None else int(np.clip(max, info.min, info.max))
+    out = x
+    if min is not None:
+        out = np.maximum(out, np.asarray(min, dtype=x.dtype))
+    if max is not None:
+        out = np.minimum(out, np.asarray(max, dtype=x.dtype))
+    return np.array(out, dtype=x.dtype)
+
+
+# -- element functions -----------------------------------------------------------------------------
+
+
+def _relu(x):
+    if x.type().is_float():
+        return hl.select(x < _k(x, 0.0), _k(x, 0.0), x)
+    return hl.max(x, hl.cast(x.type(), 0))
+
+
+def _abs(x):
+    return hl.abs(x)          # unsigned for ints; the cast back wraps like NumPy
+
+
+def _neg(x):
+    if x.type().is_float():
+        return _from_bits(_as_bits(x) ^ _sign_bit(x), x)     # exact, -0.0 and NaN included
+    return hl.cast(x.type(), 0) - x
+
+
+def _square(x):
+    return x * x
+
+
+def _exp_checked(x):
+    return hl.select(_is_nan(x), x, _exp(x))
+
+
+def _expm1_checked(x):
+    return hl.select(_is_nan(x), x, _expm1(x))
+
+
+def _sqrt(x):
+    return hl.sqrt(x)
+
+
+def _rsqrt(x):
+    return _k(x, 1.0) / hl.sqrt(x)
+
+
+def _reciprocal(x):
+    return _k(x, 1.0) / x
+
+
+def _leaky_relu(x, negative_slope):
+    return hl.select(x < _k(x, 0.0), x * _k(x, negative_slope), x)
+
+
+def _clip_fn(x, min=None, max=None):  # noqa: A002
+    if x.type().is_float():
+        lo = None if min is None else _k(x, min)
+        hi = None if max is None else _k(x, max)
+    else:
+        info = np.iinfo(f"int{x.type().bits()}")
+        for key, v in (("min", min), ("max", max)):
+            if v is not None and not float(v).is_integer():
+                raise ParamError(f"clip: parameter '{key}' must be an integer for an "
+                                 f"int{x.type().bits()} array, got {v!r}")
+        lo = None if min is None else hl.cast(x.type(), int(np.clip(min, info.min, info.max)))
+        hi = None if max is None else hl.cast(x.type(), int(np.clip(max, info.min, info.max)))
+    out = x
+    if lo is not None:
+        out = hl.select(out < lo, lo, out)
+    if hi is not None:
+        out = hl.select(out > hi, hi, out)
+    return out
+
+
+def _check_clip(a, given):
+    """Public-call checks of clip's bounds (the kernel's Params only see finite floats)."""
+    for key in ("min", "max"):
+        v = given.get(key)
+        if v is None:
+            continue
+        number = isinstance(v, (int, float, np.integer, np.floating))
+        if isinstance(v, (bool, np.bool_)) or not number:
+            raise ParamError(f"clip: parameter '{key}' expects a number or None, got {v!r}")
+        if a.dtype.kind in "iu":
+            if not isinstance(v, (int, np.integer)):
+                raise ParamError(f"clip: parameter '{key}' must be an int for an {a.dtype.name} "
+                                 f"array, got {v!r} (NumPy would return float64; cast x to a float "
+                                 "dtype to clip by a float)")
+            info = np.iinfo(a.dtype)
+            given[key] = int(min(max(int(v), info.min), info.max))
+            continue
+        f = float(v)
+        if math.isnan(f):
+            raise ParamError(f"clip: parameter '{key}' must not be NaN")
+        if math.isinf(f):
+            if (key == "min") == (f < 0):
+                given[key] = None                  # -inf below, +inf above: no bound
+            else:
+                raise ParamError(f"clip: parameter '{key}' is {'+' if f > 0 else '-'}inf, which "
+                                 "would replace every element; give a finite bound")
+    return given
+
+
+# -- the ops ---------------------------------------------------------------------------------------
+
+abs = _unary(  # noqa: A001 - the public name
+    "abs", _abs, lambda x: np.abs(x),
+    "|x|. Integers wrap like NumPy: abs of the most negative value is itself.",
+    dtypes=FLOATS + INTS)
+neg = _unary("neg", _neg, lambda x: np.negative(x), "-x (integers wrap like NumPy).",
+             dtypes=FLOATS + INTS)
+exp = _unary("exp", _exp_checked, _quiet(lambda x: np.exp(x)), "e**x.")
+expm1 = _unary("expm1", _expm1_checked, _quiet(lambda x: np.expm1(x)),
+               "e**x - 1, accurate near 0.")
+log = _unary("log", _log_checked, _quiet(lambda x: np.log(x)),
+             "Natural logarithm: -inf at 0, NaN below 0.", make_inputs=_positive_inputs)
+log1p = _unary("log1p", _log1p, _quiet(lambda x: np.log1p(x)),
+               "log(1 + x), accurate near 0: -inf at -1, NaN below -1.",
+               make_inputs=_over_minus_one)
+sqrt = _unary("sqrt", _sqrt, _quiet(lambda x: np.sqrt(x)), "Square root (NaN below 0).",
+              make_inputs=_positive_inputs)
+rsqrt = _unary("rsqrt", _rsqrt, _ref_rsqrt, "1 / sqrt(x) (inf at 0, NaN below 0).",
+               make_inputs=_positive_inputs)
+sin = _unary("sin", _sin, _quiet(lambda x: np.sin(x)),
+             "Sine (radians), accurate for every finite x.", fixup=_sincos64_fixup(hl.sin))
+cos = _unary("cos", _cos, _quiet(lambda x: np.cos(x)),
+             "Cosine (radians), accurate for every finite x.", fixup=_sincos64_fixup(hl.cos))
+tanh = _unary("tanh", _tanh, lambda x: np.tanh(x), "Hyperbolic tangent.")
+sigmoid = _unary("sigmoid", _sigmoid, _ref_sigmoid, "The logistic function 1 / (1 + e**-x).")
+relu = _unary("relu", _relu, lambda x: np.maximum(x, 0), "max(x, 0); NaN stays NaN.",
+              dtypes=FLOATS + INTS)
+gelu = _unary(
+    "gelu", _gelu, _ref_gelu,
+    "x * Phi(x) with Phi the standard normal CDF (approximate='none', through erf), or the "
+    "tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh').",
+    params=[Param("approximate", str, "none", choices=("none", "tanh"),
+                  doc="'none': exact erf form; 'tanh': the tanh approximation")])
+silu = _unary("silu", _silu, _ref_silu, "x * sigmoid(x) (also called swish).")
+erf = _unary("erf", _erf, _ref_erf, "The error function 2/sqrt(pi) * integral_0^x exp(-t^2) dt.")
+floor = _unary("floor", hl.floor, lambda x: np.floor(x), "Largest integer <= x.")
+ceil = _unary("ceil", hl.ceil, lambda x: np.ceil(x), "Smallest integer >= x.")
+round = _unary("round", hl.round, lambda x: np.round(x),  # noqa: A001
+               "Nearest integer, halves to even (like np.round).")
+clip = _unary(
+    "clip", _clip_fn, _ref_clip,
+    "np.clip(x, min, max) = minimum(maximum(x, min), max); a bound of None is not applied.",
+    dtypes=FLOATS + INTS, check=_check_clip,
+    params=[Param("min", float, None, doc="lower bound (None: none)"),
+            Param("max", float, None, doc="upper bound (None: none)")])
+square = _unary("square", _square, lambda x: np.square(x), "x * x (integers wrap like NumPy).",
+                dtypes=FLOATS + INTS)
+reciprocal = _unary("reciprocal", _reciprocal, _ref_reciprocal, "1 / x.")
+softplus = _unary("softplus", _softplus, _quiet(lambda x: np.logaddexp(0, x)),
+                  "log(1 + e**x), computed as max(x, 0) + log1p(e**-|x|).")
+leaky_relu = _unary(
+    "leaky_relu", _leaky_relu, _ref_leaky_relu, "x where x >= 0, negative_slope * x below 0.",
+    params=[Param("negative_slope", float, 0.01, doc="slope for x < 0")])
