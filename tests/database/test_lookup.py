@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import D, matmul_entry
+from dbhelpers import D, matmul_entry
 from helpers import assert_close, rand
 from pypto import explain
 from pypto.compiler.jit import clear_memory_cache

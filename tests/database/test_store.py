@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from conftest import F32, family, fp, matmul_entry
+from dbhelpers import F32, family, fp, matmul_entry
 from pypto.database import DirectoryDatabase, MemoryDatabase
 from pypto.database.tools import diff, merge, prune, validate_paths
 from pypto.errors import DatabaseError
