@@ -62,3 +62,30 @@ def test_hints_fix_or_narrow_a_knob():
     fp = FixedPoint({"tile_y": 64})
     sp.sample(fp)
     assert fp.used["tile_y"] == 4
+
+
+BUILTIN = [("softmax", {"R": 9, "C": 70}), ("sum", {"O": 3, "R": 300}), ("sum", {"O": 1, "R": 5000}),
+           ("box_blur", {"B": 1, "H": 20, "W": 40}), ("matmul", {"M": 20, "K": 9, "N": 33})]
+
+
+@pytest.mark.parametrize("name, dims", BUILTIN, ids=[f"{n}-{'-'.join(map(str, d.values()))}" for n, d in BUILTIN])
+def test_random_samples_of_builtin_ops_match_numpy(name, dims):
+    import pypto
+
+    op = pypto.get_op(name)
+    dtypes = op.dtypes[0]
+    params = op.resolve_params({})
+    arrays = make_inputs(op, dtypes, dims, params, seed=2)
+    want = op.kernel_ref(*arrays, **params)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=7))
+    ok = 0
+    for _ in range(6):
+        trial = study.ask()
+        b = build(op, dtypes, params)
+        s = space_for(b, dims, targets.host()).sample(trial)
+        k = compile_built(b, s, targets.host(), source="sample")
+        got = run_kernel(k, op, arrays, dims)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())))
+        ok += 1
+        study.tell(trial, 1.0)
+    assert ok == 6

@@ -161,3 +161,17 @@ def test_tuning_a_gpu_target_without_a_device_is_a_clear_error(tmp_path):
 
     with pytest.raises(TargetError, match="no such device"):
         Tuner(cfg(tmp_path, target="cuda"))
+
+
+def test_a_new_shape_starts_from_the_nearest_tuned_shape(tmp_path):
+    Tuner(cfg(tmp_path, shape={"R": 64, "C": 256}, trials=8), say=lambda s: None).run()
+    first = optuna.load_study(study_name=Tuner(cfg(tmp_path, shape={"R": 64, "C": 256})).name,
+                              storage=f"sqlite:///{tmp_path}/study.db")
+    best = min((t for t in first.trials if t.params and t.value is not None), key=lambda t: t.value)
+    msgs = []
+    Tuner(cfg(tmp_path, shape={"R": 128, "C": 256}, trials=4), say=msgs.append).run()
+    assert any("seeded from the nearest tuned shape (C=256,R=64)" in m for m in msgs)
+    second = optuna.load_study(study_name=Tuner(cfg(tmp_path, shape={"R": 128, "C": 256})).name,
+                               storage=f"sqlite:///{tmp_path}/study.db")
+    searched = [t for t in second.trials if "baseline" not in t.user_attrs]
+    assert searched[0].params == best.params
