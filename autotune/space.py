@@ -12,7 +12,9 @@ Nothing here is written per op. The space is read off the pipeline's structure:
   reduction loops inside the lanes (``vec_pure``), or ``rfactor`` its innermost reduction loop into
   vector-wide partial results, or, for a reduction whose output is tiny (a full sum), a parallel
   two-level ``rfactor`` over chunks (``par_rfactor``); and it may unroll its reduction loop;
-* every input that a reduction reads may be staged (copied) at a tile level.
+* every input that a reduction reads may be staged (copied) at a tile level;
+* an op whose default template declares knobs (matmul's register block, tile and k-block sizes)
+  also offers ``plan = "template"``, which searches those knobs instead of the generic structure.
 
 An op may add hints (``Op.tune_hints``: fixed values or narrowed choices per knob). Every sampled
 point becomes a :class:`~pypto.schedule.schedule.Schedule`, so whatever the tuner finds is stored,
@@ -25,7 +27,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pypto.schedule.defaults import vector_lanes
+from pypto.schedule.defaults import template_knobs, template_schedule, vector_lanes
 from pypto.schedule.directives import LIMITS, Directive
 from pypto.schedule.schedule import Schedule
 
@@ -112,6 +114,11 @@ class Space:
     # -- sampling -----------------------------------------------------------------------------
     def sample(self, t: Suggest) -> Schedule:
         """Draws one point and returns its schedule (legal by construction)."""
+        knobs = template_knobs(self.built.op.name)
+        if knobs and self._choose(t, "plan", ["template", "generic"]) == "template":
+            values = {k: self._choose(t, f"tpl.{k}", list(v)) for k, v in knobs.items()}
+            return Schedule(op=self.built.op.name, directives=tuple(
+                template_schedule(self.built, self.dims, self.lanes, values)))
         directives: list[Directive] = []
         a = self.anchor
         x = a.args[0]
@@ -332,6 +339,14 @@ class Space:
                 if k > 1:
                     out.append(D("unroll", intm, 1, var="r_io", factor=k))
         return out
+
+
+def template_seed(op_name: str) -> dict[str, Any] | None:
+    """The knob values of an op's default template (enqueued first, so search starts there)."""
+    knobs = template_knobs(op_name)
+    if not knobs:
+        return None
+    return {"plan": "template", **{f"tpl.{k}": v[0] for k, v in knobs.items()}}
 
 
 def space_for(built, dims: Mapping[str, int], target) -> Space:

@@ -34,7 +34,7 @@ from pypto.schedule.defaults import default_schedule
 from pypto.schedule.schedule import Schedule
 
 from .evaluate import Evaluator, Result
-from .space import FixedPoint, space_for
+from .space import FixedPoint, space_for, template_seed
 
 AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
 SAMPLERS = ("tpe", "cmaes", "gp", "random")
@@ -323,6 +323,9 @@ class Tuner:
             if final:
                 self._add_baselines(study, ev)
                 self._seed_from_nearest(study, storage)
+                seed = template_seed(self.op.name)
+                if seed and not any(t.params for t in study.get_trials(deepcopy=False)):
+                    study.enqueue_trial(seed, skip_if_exists=True)
             searched = [t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs
                         and t.state != optuna.trial.TrialState.RUNNING]
             remaining = max(0, cfg.trials - len(searched))

@@ -23,19 +23,41 @@ from .schedule import Schedule
 
 D = Directive.make
 _TEMPLATES: dict[str, Callable] = {}
+_KNOBS: dict[str, dict[str, tuple]] = {}
 
 #: Rows (or elements) per parallel task, aiming at a few tasks per core without tiny tasks.
 MIN_TASK_ELEMS = 1 << 14
 
 
-def template(op_name: str):
-    """Registers ``fn(built, dims, lanes) -> list[Directive]`` as ``op_name``'s default schedule."""
+def template(op_name: str, knobs: Mapping[str, tuple] | None = None):
+    """Registers ``fn(built, dims, lanes, **knobs) -> list[Directive]`` as ``op_name``'s default.
+
+    ``knobs`` names the template's tunable constants and their candidate values (the first is the
+    default). The tuner searches them beside the generic space, so a template is a starting point,
+    not a ceiling. The template must give a legal schedule for every combination.
+    """
 
     def wrap(fn):
         _TEMPLATES[op_name] = fn
+        if knobs:
+            _KNOBS[op_name] = {k: tuple(v) for k, v in knobs.items()}
         return fn
 
     return wrap
+
+
+def template_knobs(op_name: str) -> dict[str, tuple]:
+    """The tunable constants of ``op_name``'s template (empty when it has none)."""
+    if not _TEMPLATES:
+        _load_templates()
+    return dict(_KNOBS.get(op_name, {}))
+
+
+def template_schedule(built, dims: Mapping[str, int], lanes: int, values: Mapping) -> list:
+    """The directives of ``built.op``'s template with its knobs set to ``values``."""
+    if not _TEMPLATES:
+        _load_templates()
+    return _TEMPLATES[built.op.name](built, dims, lanes, **values)
 
 
 def vector_lanes(target: hl.Target, dtype: str) -> int:

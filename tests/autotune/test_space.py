@@ -89,3 +89,20 @@ def test_random_samples_of_builtin_ops_match_numpy(name, dims):
         ok += 1
         study.tell(trial, 1.0)
     assert ok == 6
+
+
+def test_template_knobs_are_searched_and_stay_correct():
+    import pypto
+    from autotune.space import template_seed
+
+    op = pypto.get_op("matmul")
+    dims = {"M": 70, "K": 50, "N": 90}
+    seed = template_seed("matmul")
+    assert seed["plan"] == "template" and "tpl.ry" in seed
+    arrays = make_inputs(op, op.dtypes[0], dims, {})
+    want = op.kernel_ref(*arrays)
+    for point in (seed, dict(seed, **{"tpl.ry": 8, "tpl.reg_vectors": 4, "tpl.kc": 64, "tpl.stage": False})):
+        b = build(op, op.dtypes[0], {})
+        s = space_for(b, dims, targets.host()).sample(FixedPoint(point))
+        k = compile_built(b, s, targets.host(), source="template point")
+        np.testing.assert_allclose(run_kernel(k, op, arrays, dims)[0], want, rtol=1e-4, atol=1e-4)

@@ -42,7 +42,8 @@ def _lanes_for(built, lanes: int) -> int:
 
 def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int, K: int,
                     batch: str | None = None, B: int = 1, b_src: str = "b",
-                    b_is_func: bool = False) -> list:
+                    b_is_func: bool = False, ry: int = RY, reg_vectors: int = REG_VECTORS,
+                    ty: int = TY, kc: int = KC, ku: int = KU, stage: bool = True) -> list:
     """Directives for ``out[n, m(, batch)] = acc``, ``acc[n, m] += a[k, m] * B[n, k]``.
 
     ``b_src`` is the operand read along ``n`` in the inner loop: an input (staged with ``wrap``)
@@ -57,14 +58,14 @@ def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int,
     # Columns: a register block is RX = up to REG_VECTORS vectors; narrow outputs use what fits.
     if N >= lanes:
         vec = lanes
-        tx = min(REG_VECTORS * lanes, lanes * (N // lanes))
+        tx = min(reg_vectors * lanes, lanes * (N // lanes))
     else:
         vec = 1
         tx = N
-    ry = min(RY, M)
-    ty = max(ry, min(TY, M) // ry * ry)
-    kc = min(KC, K)
-    ku = min(KU, kc)
+    ry = min(ry, M)
+    ty = max(ry, min(ty, M) // ry * ry)
+    kc = min(kc, K)
+    ku = min(ku, kc)
     ds += [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
            D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
            D("reorder", "out", vars=["ni", "mi", "no", "mo"])]
@@ -100,7 +101,7 @@ def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int,
         ds.append(D("compute_at", b_src, at="out", var=task))
         if vec > 1:
             ds.append(D("vectorize", b_src, var=n, factor=vec))
-    elif M >= STAGE_MIN_ROWS:
+    elif M >= STAGE_MIN_ROWS and stage:
         ds += [D("wrap", b_src, consumer="acc", **{"as": "bp"}),
                D("compute_at", "bp", at="out", var=task)]
         if vec > 1:
@@ -141,25 +142,38 @@ def small_gemm_directives(lanes: int, *, n: str, m: str, b_src: str, b_is_func: 
     return ds
 
 
-@template("matmul")
-def _matmul(built, dims, lanes):
+#: What the tuner may change in the blocked product (first value = the default above). The
+#: register block stays within 16 vector registers: ry * reg_vectors accumulators plus operands.
+GEMM_KNOBS = {"ry": (RY, 2, 3, 5, 6, 8), "reg_vectors": (REG_VECTORS, 1, 2, 4),
+              "ty": (TY, 32, 64, 128, 256, 1024), "kc": (KC, 64, 128, 256, 1024),
+              "ku": (KU, 1, 2, 8), "stage": (True, False)}
+
+
+def _fit(knobs: dict) -> dict:
+    while knobs.get("ry", RY) * knobs.get("reg_vectors", REG_VECTORS) > 14 and knobs["ry"] > 1:
+        knobs["ry"] -= 1
+    return knobs
+
+
+@template("matmul", knobs=GEMM_KNOBS)
+def _matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"])
+                           K=dims["K"], **_fit(knobs))
 
 
-@template("batch_matmul")
-def _batch_matmul(built, dims, lanes):
+@template("batch_matmul", knobs=GEMM_KNOBS)
+def _batch_matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], batch="b", B=dims["B"])
+                           K=dims["K"], batch="b", B=dims["B"], **_fit(knobs))
 
 
-@template("linear")
-def _linear(built, dims, lanes):
+@template("linear", knobs={k: v for k, v in GEMM_KNOBS.items() if k != "stage"})
+def _linear(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="o", m="r", k="i$x", N=dims["O"], M=dims["R"],
-                           K=dims["I"], b_src="wt", b_is_func=True)
+                           K=dims["I"], b_src="wt", b_is_func=True, **_fit(knobs))
 
 
 # -- transposes -----------------------------------------------------------------------------------
