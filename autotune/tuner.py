@@ -324,7 +324,7 @@ class Tuner:
                 self._add_baselines(study, ev)
                 self._seed_from_nearest(study, storage)
                 seed = template_seed(self.op.name)
-                if seed and not any(t.params for t in study.get_trials(deepcopy=False)):
+                if seed and not any("plan" in t.params for t in study.get_trials(deepcopy=False)):
                     study.enqueue_trial(seed, skip_if_exists=True)
             searched = [t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs
                         and t.state != optuna.trial.TrialState.RUNNING]
