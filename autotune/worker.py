@@ -187,9 +187,23 @@ class Worker:
                 errors[name] = problem
                 continue
             fns[name] = self._runner(kernel)[0]
+        c = self.ctx
         if req.get("numpy"):
-            c = self.ctx
             fns["numpy"] = lambda: c["op"].kernel_ref(*c["arrays"], **c["params"])
+        if req.get("torch", True):
+            from pypto.bench.peers import torch_output, torch_peer
+            from pypto.dtypes import tolerance
+
+            peer = torch_peer(c["op"].name, c["arrays"], c["params"])
+            if peer is not None:
+                got = torch_output(peer)
+                problem = next((p for p in (_mismatch(g.reshape(w.shape) if g.size == w.size else g, w,
+                                                      tolerance(w.dtype.name))
+                                            for g, w in zip(got, c["want"])) if p), None)
+                if problem:
+                    errors["torch"] = problem
+                else:
+                    fns["torch"] = peer
         t = req.get("timing") or {}
         with _measure_lock():
             res = compare(fns, min_rounds=t.get("min_rounds", 7), max_rounds=t.get("max_rounds", 31),
