@@ -60,6 +60,9 @@ class Evaluator:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # A PyTorch peer's OpenMP threads would otherwise spin after each call and slow the Halide
+        # candidate timed next; passive waiting keeps side-by-side timings honest.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "autotune.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=log, env=env,
