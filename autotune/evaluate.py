@@ -135,7 +135,8 @@ class Evaluator:
 
     # -- candidates ---------------------------------------------------------------------------
     def evaluate(self, schedule: dict, *, incumbent: dict | None = None, prune_ms: float | None = None,
-                 timing: dict | None = None, inject: str | None = None) -> Result:
+                 timing: dict | None = None, inject: str | None = None,
+                 run_timeout: float | None = None) -> Result:
         """Compiles, checks and times one schedule (JSON object). Never raises for a bad candidate."""
         if self.proc is None:
             self._start()
@@ -150,10 +151,11 @@ class Evaluator:
             if first.get("phase") != "compiled":
                 return _result(first)
             compile_s = first.get("compile_s")
-            reply = self._read(self.run_timeout)
+            limit = min(self.run_timeout, run_timeout or self.run_timeout)
+            reply = self._read(limit)
             if reply is None:
                 self._restart()
-                return Result("timeout", error=f"run took longer than {self.run_timeout:.0f} s; killed",
+                return Result("timeout", error=f"run took longer than {limit:.0f} s; killed",
                               compile_s=compile_s)
             return _result(reply)
         except WorkerDied as e:

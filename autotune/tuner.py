@@ -238,7 +238,10 @@ class Tuner:
             # PRUNE_FLOOR_MS, where one run is mostly noise and a full measurement is cheap.
             prune = max(inc_val * self.cfg.prune_factor, PRUNE_FLOOR_MS) if inc_val else None
             inject = self.cfg.inject(trial.number) if self.cfg.inject else None
-            r = ev.evaluate(sched, incumbent=inc, prune_ms=prune, inject=inject)
+            # A candidate far slower than the best is not worth minutes of waiting: its deadline
+            # follows the best time (checking, one first run, and a short timing burst).
+            limit = max(10.0, inc_val / 1000 * (self.cfg.prune_factor * 4 + 20)) if inc_val else None
+            r = ev.evaluate(sched, incumbent=inc, prune_ms=prune, inject=inject, run_timeout=limit)
             trial.set_user_attr("status", r.status)
             if r.compile_s is not None:
                 trial.set_user_attr("compile_s", r.compile_s)
@@ -310,7 +313,7 @@ class Tuner:
 
     def run(self, final: bool = True) -> TuneResult | None:
         cfg = self.cfg
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are reported by us
         storage = make_storage(self.storage_url, cfg)
         study = optuna.create_study(study_name=self.name, storage=storage, direction="minimize",
                                     sampler=make_sampler(cfg.sampler, cfg.seed), load_if_exists=True)
