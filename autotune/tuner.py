@@ -389,7 +389,12 @@ class Tuner:
         winner = ranked[0]
         sched = Schedule.from_json(cands[winner])
         written, message = False, ""
-        if winner == "stored":
+        if stored is not None and _hash(dict(cands[winner], fingerprint=None)) == _hash(
+                dict(cands["stored"], fingerprint=None)):
+            winner_is_stored = True
+        else:
+            winner_is_stored = winner == "stored"
+        if winner_is_stored:
             message = "the stored entry is still the fastest; database unchanged"
         elif not cfg.write_db:
             message = "not written (--no-write)"
