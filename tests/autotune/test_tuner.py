@@ -36,7 +36,8 @@ class FakeEvaluator:
         t -= 0.1 * sum(d["op"] == "unroll" for d in ds)
         return t
 
-    def evaluate(self, sched, *, incumbent=None, prune_ms=None, timing=None, inject=None):
+    def evaluate(self, sched, *, incumbent=None, prune_ms=None, timing=None, inject=None,
+                 run_timeout=None):
         FakeEvaluator.calls.append(sched)
         return Result("ok", time_ms=self.cost(sched), incumbent_ms=self.cost(incumbent) if incumbent else None)
 
