@@ -240,7 +240,7 @@ class Tuner:
             inject = self.cfg.inject(trial.number) if self.cfg.inject else None
             # A candidate far slower than the best is not worth minutes of waiting: its deadline
             # follows the best time (checking, one first run, and a short timing burst).
-            limit = max(10.0, inc_val / 1000 * (self.cfg.prune_factor * 4 + 20)) if inc_val else None
+            limit = max(20.0, inc_val / 1000 * (self.cfg.prune_factor * 4 + 20)) if inc_val else None
             r = ev.evaluate(sched, incumbent=inc, prune_ms=prune, inject=inject, run_timeout=limit)
             trial.set_user_attr("status", r.status)
             if r.compile_s is not None:

@@ -18,7 +18,7 @@ SHORT_NAMES = {
     "arm-64-linux": "arm-64-linux",
     "arm-64-android": "arm-64-android",
     "cuda": "host-cuda-cuda_capability_70",
-    "opencl": "host-opencl",
+    "opencl": "host-opencl-cl_doubles",
     "vulkan": "host-vulkan-vk_int8-vk_int16-vk_int64-vk_float16-vk_float64-vk_v13",
     "metal": "host-metal",
     "wasm": "wasm-32-wasmrt",

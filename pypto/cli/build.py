@@ -1,0 +1,45 @@
+"""``pypto build``: compile an op with its stored schedule into libraries for a target."""
+
+from __future__ import annotations
+
+import click
+
+from .common import dtype_option, param_option, parse_params
+
+
+@click.command()
+@click.option("--op", "op_name", required=True, help="Built-in op, path/file.py:NAME or package.module:NAME.")
+@click.option("--target", default="host", show_default=True,
+              help="Short name (host, x86-64-avx2, x86-64-avx512, arm-64-linux, arm-64-android, cuda, "
+                   "opencl, vulkan, metal, wasm) or Halide target string; comma-separated for a "
+                   "multi-target static library.")
+@click.option("--shape", default=None, help="Named dims the schedule is looked up for, e.g. M=1024,N=1024,K=1024.")
+@dtype_option
+@param_option
+@click.option("--format", "formats", default="static", show_default=True,
+              help="Comma list of: static, shared, object, c, llvm, asm, stmt, html, python, pytorch.")
+@click.option("--schedule", "schedule_file", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Use this schedule file instead of the database.")
+@click.option("--require-tuned", is_flag=True, help="Fail when the database has no schedule for it.")
+@click.option("--name", default=None, help="C function name (default pypto_<op>).")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Output folder.")
+def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, name, out_dir):
+    """Build OP for TARGET into DIR, with a manifest describing the function."""
+    from ..bench.inputs import complete_dims, parse_shape
+    from ..compiler.aot import build_op
+    from ..ops._load import resolve_op
+    from .common import dtype_signature
+
+    op = resolve_op(op_name)
+    p = op.resolve_params(parse_params(params))
+    dims = complete_dims(op, parse_shape(shape), p) if shape else None
+    res = build_op(op, target=target, out_dir=out_dir, dims=dims,
+                   dtypes=dtype_signature(op, dtype), params=p,
+                   formats=[f.strip() for f in formats.split(",") if f.strip()], name=name,
+                   schedule_file=schedule_file, require_tuned=require_tuned)
+    for w in res.warnings:
+        click.echo(f"warning: {w}", err=True)
+    m = res.manifest
+    click.echo(f"built {m['function']} for {m['target']} (schedule: {m['schedule']['source']})")
+    for f in res.files:
+        click.echo(f"  {f}")

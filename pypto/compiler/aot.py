@@ -1,0 +1,224 @@
+"""Ahead-of-time builds: an op plus its stored (or given, or default) schedule -> files for a target.
+
+Everything is written into a temporary folder next to the destination and moved into place only
+when every artifact and the manifest exist, so a failed build leaves nothing half-made behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import halide as hl
+
+from ..errors import CompileError, PyptoError, ScheduleError, StaleScheduleError, TargetError
+from ..schedule.apply import apply_schedule
+from ..schedule.defaults import default_schedule
+from ..schedule.schedule import Schedule
+from . import targets
+from .lower import build, fingerprint
+
+T = hl.OutputFileType
+#: Format name -> the Halide outputs it needs (suffixes after the function name).
+FORMATS: dict[str, tuple[tuple[Any, str], ...]] = {
+    "static": ((T.static_library, ".a"), (T.c_header, ".h")),
+    "shared": ((T.static_library, ".a"), (T.c_header, ".h")),  # + linked .so
+    "object": ((T.object, ".o"), (T.c_header, ".h")),
+    "c": ((T.c_source, ".halide_generated.cpp"), (T.c_header, ".h")),
+    "llvm": ((T.llvm_assembly, ".ll"),),
+    "asm": ((T.assembly, ".s"),),
+    "stmt": ((T.stmt, ".stmt"),),
+    "html": ((T.stmt_html, ".stmt.html"),),
+    "python": ((T.python_extension, ".py.cpp"), (T.static_library, ".a"), (T.c_header, ".h")),
+    "pytorch": ((T.pytorch_wrapper, ".pytorch.h"), (T.static_library, ".a"), (T.c_header, ".h")),
+}
+
+
+@dataclasses.dataclass
+class BuildResult:
+    out_dir: Path
+    files: list[Path]
+    manifest: dict
+    warnings: list[str]
+
+
+def _choose_schedule(op, built, fp, dtypes, params, dims, target, *, schedule_file, require_tuned,
+                     warnings) -> tuple[Schedule, dict]:
+    if schedule_file is not None:
+        text = Path(schedule_file).read_bytes()
+        s = Schedule.loads(text, str(schedule_file))
+        if s.op != op.name:
+            raise ScheduleError(f"{schedule_file}: schedule is for op {s.op!r}, not {op.name!r}")
+        if s.fingerprint is not None and s.fingerprint != fp:
+            raise StaleScheduleError(f"{schedule_file}: made for fingerprint {s.fingerprint}, the op "
+                                     f"now has {fp}; re-tune or regenerate it")
+        return s, {"source": f"file {schedule_file}", "hash": s.hash}
+    if dims is not None:
+        from ..database.lookup import lookup
+
+        found = lookup(op, fp, dtypes, params, dims, target)
+        if found is not None:
+            return found.schedule, {"source": found.source, "key": str(found.entry.key),
+                                    "hash": found.schedule.hash, "distance": found.distance}
+    if require_tuned:
+        raise PyptoError(f"{op.name}: no tuned schedule for {dict(dims or {})} on "
+                         f"{targets.family(target)} and --require-tuned was given; run "
+                         f"`pypto tune {op.name} --shape ... --target ...` first")
+    warnings.append(f"{op.name}: no tuned schedule for this shape and target; using the default")
+    s = default_schedule(built, dims or {}, target)
+    return s, {"source": "default", "hash": s.hash}
+
+
+def _arguments(op, dtypes, out_dtypes) -> list[dict]:
+    args = []
+    for spec, dt in zip(op.inputs, dtypes):
+        args.append({"name": spec.name, "kind": "input", "dtype": dt, "dims": list(spec.dims),
+                     "halide_dims": list(reversed(spec.dims))})
+    for spec, dt in zip(op.outputs, out_dtypes):
+        args.append({"name": spec.name, "kind": "output", "dtype": dt, "dims": list(spec.dims),
+                     "halide_dims": list(reversed(spec.dims))})
+    return args
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def aot_target(name: str) -> hl.Target:
+    """A Halide target for ahead-of-time output (never the JIT feature)."""
+    t = targets.parse(name)
+    return hl.Target(str(t).replace("-jit", ""))
+
+
+def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, int] | None,
+             dtypes: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
+             formats: Sequence[str] = ("static",), name: str | None = None,
+             schedule_file: str | None = None, require_tuned: bool = False) -> BuildResult:
+    """Compiles ``op`` for ``target`` (comma-separated: a multi-target static library)."""
+    from .. import __version__
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise PyptoError(f"unknown format(s) {bad}; choose from {', '.join(FORMATS)}")
+    tnames = [t.strip() for t in target.split(",") if t.strip()]
+    if not tnames:
+        raise TargetError(f"no target given; known: {', '.join(targets.SHORT_NAMES)}")
+    tlist = [aot_target(t) for t in tnames]
+    dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
+    params = op.resolve_params(dict(params or {}))
+    fn = name or f"pypto_{op.name}"
+    if not fn.isidentifier():
+        raise PyptoError(f"function name {fn!r} is not a C identifier")
+    warnings: list[str] = []
+    sched_dims = dims
+    if dims is None:
+        # No shape: the library accepts any shape; its schedule is chosen for the op's example.
+        from ..bench.inputs import complete_dims
+
+        sched_dims = complete_dims(op, op.example or {d: 64 for d in op.input_dims}, params)
+        warnings.append(f"{op.name}: no --shape; the schedule is chosen for the example shape "
+                        f"{','.join(f'{k}={v}' for k, v in sched_dims.items())}")
+    built = build(op, dtypes, params)
+    fp = fingerprint(built)
+    schedule, sched_info = _choose_schedule(op, built, fp, dtypes, params, sched_dims, tlist[0],
+                                            schedule_file=schedule_file,
+                                            require_tuned=require_tuned, warnings=warnings)
+    apply_schedule(built, schedule)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files = _emit(built, fn, tlist, formats, tmp)
+        manifest = {
+            "format": 1, "function": fn, "op": op.name, "fingerprint": fp,
+            "arguments": _arguments(op, dtypes, built.out_dtypes),
+            "params": params, "shape": dict(dims) if dims else None,
+            "schedule_shape": dict(sched_dims),
+            "schedule": sched_info, "target": ",".join(str(t) for t in tlist),
+            "versions": {"pypto": __version__, "halide": _halide_version()},
+            "files": {p.name: _sha(p) for p in files},
+        }
+        (tmp / f"{fn}.manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        out.mkdir(parents=True, exist_ok=True)
+        moved = []
+        for p in sorted(tmp.iterdir()):
+            dest = out / p.name
+            os.replace(p, dest)
+            moved.append(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return BuildResult(out_dir=out, files=moved, manifest=manifest, warnings=warnings)
+
+
+def _emit(built, fn: str, tlist: list[hl.Target], formats, tmp: Path) -> list[Path]:
+    outputs: dict[Any, str] = {}
+    for f in formats:
+        for kind, suffix in FORMATS[f]:
+            outputs[kind] = str(tmp / f"{fn}{suffix}")
+    try:
+        if len(tlist) > 1:
+            if set(formats) - {"static"}:
+                raise PyptoError("several targets build one multi-target static library; "
+                                 "use --format static")
+            built.pipeline.compile_to_multitarget_static_library(str(tmp / fn), built.images, tlist)
+        else:
+            built.pipeline.compile_to(outputs, built.images, fn, tlist[0])
+    except hl.HalideError as e:
+        raise CompileError(f"op {built.op.name!r}: Halide could not build {fn} for "
+                           f"{', '.join(map(str, tlist))}: {str(e).strip()}") from None
+    if "shared" in formats:
+        _link_shared(tmp / f"{fn}.a", tmp / f"lib{fn}.so")
+    if "python" in formats:
+        _build_python_extension(tmp, fn)
+    return sorted(tmp.iterdir())
+
+
+def _cc() -> str:
+    for c in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if c and shutil.which(c):
+            return c
+    raise PyptoError("a C++ compiler is needed for shared objects and Python extensions "
+                     "(install g++), or build --format static")
+
+
+def _link_shared(archive: Path, so: Path) -> None:
+    cmd = [_cc(), "-shared", "-o", str(so), "-Wl,--whole-archive", str(archive),
+           "-Wl,--no-whole-archive", "-lpthread", "-ldl"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(f"linking {so.name} failed: {r.stderr.strip()[:2000]}")
+
+
+def _build_python_extension(tmp: Path, fn: str) -> None:
+    inc = os.path.join(os.path.dirname(hl.__file__), "include")
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    cmd = [_cc(), "-shared", "-fPIC", "-O2", "-std=c++17", f"-I{inc}",
+           f"-I{sysconfig.get_paths()['include']}", str(tmp / f"{fn}.py.cpp"), str(tmp / f"{fn}.a"),
+           "-o", str(tmp / f"{fn}{ext}"), "-lpthread", "-ldl"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(f"compiling the Python extension failed: {r.stderr.strip()[:2000]}")
+
+
+def _halide_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("halide")
+    except Exception:
+        return "unknown"
