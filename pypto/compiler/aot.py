@@ -175,7 +175,7 @@ def _emit(built, fn: str, tlist: list[hl.Target], formats, tmp: Path) -> list[Pa
             if set(formats) - {"static"}:
                 raise PyptoError("several targets build one multi-target static library; "
                                  "use --format static")
-            built.pipeline.compile_to_multitarget_static_library(str(tmp / fn), built.images, tlist)
+            _multitarget(built, fn, tlist, tmp)
         else:
             built.pipeline.compile_to(outputs, built.images, fn, tlist[0])
     except hl.HalideError as e:
@@ -186,6 +186,26 @@ def _emit(built, fn: str, tlist: list[hl.Target], formats, tmp: Path) -> list[Pa
     if "python" in formats:
         _build_python_extension(tmp, fn)
     return sorted(tmp.iterdir())
+
+
+def _multitarget(built, fn: str, tlist, tmp: Path) -> None:
+    """One static library with a variant per target, picked at run time by CPU features.
+
+    Halide names the entry point after the output Func, so the output is copied through a Func
+    named ``fn`` (vectorized and parallel like any output): one extra pass over the result.
+    """
+    if len(built.outputs) != 1:
+        raise PyptoError(f"{built.op.name}: multi-target builds take single-output ops")
+    out = built.outputs[0]
+    args = out.args()
+    w = hl.Func(fn)
+    w[args] = out[args]
+    out.compute_root()
+    lanes = max(1, tlist[0].natural_vector_size(out.type()))
+    w.vectorize(args[0], lanes, hl.TailStrategy.GuardWithIf)
+    if len(args) > 1:
+        w.parallel(args[-1])
+    hl.Pipeline([w]).compile_to_multitarget_static_library(str(tmp / fn), built.images, tlist)
 
 
 def _cc() -> str:
