@@ -34,8 +34,10 @@ int main(void) {
     memset(&bi, 0, sizeof bi); memset(&bo, 0, sizeof bo);
     bi.host = (uint8_t *)in; bi.type.code = halide_type_float; bi.type.bits = 32; bi.type.lanes = 1;
     bi.dimensions = 2; bi.dim = d;
-    bo = bi; bo.host = (uint8_t *)out;
+    bi.flags = 1;  /* host_dirty: the data lives on the host */
+    bo = bi; bo.host = (uint8_t *)out; bo.flags = 0;
     int err = pypto_softmax(&bi, &bo);
+    if (!err) err = halide_copy_to_host(NULL, &bo);  /* a GPU build leaves results on the device */
     if (err) { printf("error %%d\n", err); return 1; }
     for (int r = 0; r < %(R)d; r++)
         for (int c = 0; c < %(C)d; c++) printf("%%.9g\n", out[r][c]);
@@ -189,3 +191,22 @@ def test_require_tuned_without_an_entry_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_NO_SHIPPED_SCHEDULES", "1")
     r = run("build", "--op", "softmax", "--shape", "R=3,C=7", "--require-tuned", "-o", str(tmp_path / "o"))
     assert r.exit_code == 2 and "--require-tuned" in r.output
+
+
+def _opencl_device() -> bool:
+    import halide as hl
+
+    from pypto.compiler import targets
+
+    try:
+        return bool(hl.host_supports_target_device(targets.parse("opencl")))
+    except Exception:
+        return False
+
+
+@pytest.mark.opencl
+@pytest.mark.skipif(not HAS_CC or not _opencl_device(), reason="needs a C compiler and an OpenCL device (PoCL)")
+def test_opencl_build_runs_on_pocl(tmp_path):
+    res = build_op(pypto.get_op("softmax"), target="opencl", out_dir=tmp_path, dims={"R": R, "C": C})
+    assert "opencl" in res.manifest["target"]
+    assert_close(_run_c(tmp_path, tmp_path / "pypto_softmax.a"), _softmax_ref(_input()))
