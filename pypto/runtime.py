@@ -115,10 +115,11 @@ def run_kernel(kernel, op, arrays: Sequence[np.ndarray], dims: Mapping[str, int]
     if out is None:
         out = [np.empty(tuple(dims[d] for d in spec.dims), dtype=dt)
                for spec, dt in zip(op.outputs, kernel.out_dtypes)]
-    bufs = [hl.Buffer(dense(a)) for a in arrays]
-    obufs = [hl.Buffer(o) for o in out]
     try:
-        kernel.callable(*bufs, *obufs)
+        if kernel.disk:
+            kernel.callable(*[dense(a) for a in arrays], *out)
+        else:
+            kernel.callable(*[hl.Buffer(dense(a)) for a in arrays], *[hl.Buffer(o) for o in out])
     except hl.HalideError as e:
         msg = str(e).strip().replace("\n", " ")
         hint = ""

@@ -29,6 +29,7 @@ class Kernel:
     target: str
     source: str  # where the schedule came from: "default", "database: <file>", "given"
     python: list[str]  # the schedule as Halide Python
+    disk: bool = False  # loaded from the persistent compile cache (called with NumPy arrays)
 
 
 _lock = threading.Lock()
@@ -41,8 +42,13 @@ def _params_key(params: Mapping[str, Any]) -> tuple:
 
 
 def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source: str,
-                  fp: str | None = None) -> Kernel:
-    """Applies ``schedule`` to ``built`` and JIT-compiles it for ``target``."""
+                  fp: str | None = None, persist: bool = False) -> Kernel:
+    """Applies ``schedule`` to ``built`` and compiles it for ``target``.
+
+    With ``persist`` the kernel goes through the on-disk compile cache (see ``diskcache``): loaded
+    when another process compiled it already, else compiled ahead of time and stored. Otherwise
+    (and for GPU targets, or without a C++ compiler) it is JIT-compiled in memory.
+    """
     op = built.op
     fp = fp or fingerprint(built)
     if schedule.fingerprint is not None and schedule.fingerprint != fp:
@@ -52,7 +58,27 @@ def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source
             f"op {op.name!r}: the schedule was made for algorithm fingerprint "
             f"{schedule.fingerprint}, but the op's algorithm now has {fp}; re-tune it "
             f"(`pypto tune {op.name}`) or drop it (`pypto db prune`)")
-    python = apply_schedule(built, schedule)
+    from . import diskcache
+
+    if persist and diskcache.enabled(target):
+        key = diskcache.entry_key(op.name, fp, built.dtypes, built.params, schedule.hash, str(target))
+        fn = diskcache.load(key)
+        python = apply_schedule(built, schedule)
+        if fn is None:
+            try:
+                fn = diskcache.store(key, built, target)
+            except hl.HalideError as e:
+                msg = str(e).strip().replace("\n", " ")
+                raise CompileError(f"op {op.name!r}: Halide could not compile the pipeline with the "
+                                   f"{source} schedule for {target}: {msg}") from None
+            except OSError:
+                fn = None  # no usable cache (read-only, full): fall back to the JIT
+        if fn is not None:
+            return Kernel(op=op, callable=fn, out_dtypes=built.out_dtypes, schedule=schedule,
+                          fingerprint=fp, target=str(target), source=source, python=python,
+                          disk=True)
+    else:
+        python = apply_schedule(built, schedule)
     try:
         fn = built.pipeline.compile_to_callable(built.images, target)
     except hl.HalideError as e:
@@ -87,14 +113,15 @@ def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Map
         k = _compiled.get(ckey)
     if k is None:
         try:
-            k = compile_built(built, schedule, target, source=source, fp=fp)
+            k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)
         except ScheduleError:
             if not source.startswith("database"):
                 raise
             # A stored schedule that no longer applies must not break the call: fall back.
             built = build(op, dtypes, params)
             schedule = default_schedule(built, dims, target)
-            k = compile_built(built, schedule, target, source="default (stored one failed)", fp=fp)
+            k = compile_built(built, schedule, target, source="default (stored one failed)", fp=fp,
+                              persist=True)
         with _lock:
             _compiled[ckey] = k
     if source != "given":
@@ -107,7 +134,8 @@ def fallback_kernel(op, dtypes, params, dims, failed: Kernel) -> Kernel:
     target = targets.current()
     built = build(op, dtypes, params)
     schedule = default_schedule(built, dims, target)
-    k = compile_built(built, schedule, target, source=f"default (after {failed.source} failed)")
+    k = compile_built(built, schedule, target, source=f"default (after {failed.source} failed)",
+                      persist=True)
     skey = (op.name, id(op), dtypes, _params_key(params), tuple(sorted(dims.items())), str(target))
     _selected[skey] = k
     return k

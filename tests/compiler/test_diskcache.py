@@ -1,0 +1,74 @@
+"""The persistent compile cache: reuse across processes, corruption, concurrent fillers."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pypto.cli.main import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CODE = """
+import time, numpy as np, pypto
+from pypto.runtime import observe
+x = np.arange(60, dtype=np.float32).reshape(6, 10) / 7
+with observe() as calls:
+    y = pypto.ops.softmax(x)
+e = np.exp(x - x.max(1, keepdims=True))
+assert np.allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5), "wrong"
+print("disk" if calls[-1][-1].disk else "jit")
+"""
+
+
+def _run(cache):
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.skipif(not shutil.which("c++"), reason="needs a C++ compiler")
+def test_second_process_loads_instead_of_compiling_and_corruption_is_rebuilt(tmp_path):
+    assert _run(tmp_path) == "disk"
+    libs = list(tmp_path.glob("*/*/kernel.so"))
+    assert len(libs) == 1
+    mtime = libs[0].stat().st_mtime_ns
+    assert _run(tmp_path) == "disk"
+    assert libs[0].stat().st_mtime_ns == mtime  # reused, not rebuilt
+    libs[0].write_bytes(libs[0].read_bytes()[:1000])  # truncate it
+    assert _run(tmp_path) == "disk"
+    again = list(tmp_path.glob("*/*/kernel.so"))
+    assert len(again) == 1 and again[0].stat().st_size > 1000
+
+
+@pytest.mark.skipif(not shutil.which("c++"), reason="needs a C++ compiler")
+def test_concurrent_processes_fill_the_cache_without_corrupting_it(tmp_path):
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    procs = [subprocess.Popen([sys.executable, "-c", CODE], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert len(list(tmp_path.glob("*/*/kernel.so"))) == 1
+    assert not list(tmp_path.glob("*/.*"))  # no temporary folders left
+    assert _run(tmp_path) == "disk"
+
+
+def test_cache_info_and_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))
+    _run(tmp_path)
+    r = CliRunner().invoke(cli, ["cache", "info"])
+    assert "entries: 1" in r.output
+    r = CliRunner().invoke(cli, ["cache", "clear"])
+    assert "removed 1" in r.output
+    assert "entries: 0" in CliRunner().invoke(cli, ["cache", "info"]).output
+
+
+def test_cache_off_uses_the_jit(tmp_path):
+    env = dict(os.environ, PYPTO_CACHE_DIR="off", PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", CODE], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "jit"
+    assert np.isfinite(1.0)
