@@ -22,8 +22,11 @@ from .common import dtype_option, param_option, parse_params
               help="Use this schedule file instead of the database.")
 @click.option("--require-tuned", is_flag=True, help="Fail when the database has no schedule for it.")
 @click.option("--name", default=None, help="C function name (default pypto_<op>).")
+@click.option("--all-shapes", is_flag=True,
+              help="One static library for any shape, dispatching to the nearest tuned schedule.")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Output folder.")
-def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, name, out_dir):
+def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, all_shapes,
+          name, out_dir):
     """Build OP for TARGET into DIR, with a manifest describing the function."""
     from ..bench.inputs import complete_dims, parse_shape
     from ..compiler.aot import build_op
@@ -32,6 +35,18 @@ def build(op_name, target, shape, dtype, params, formats, schedule_file, require
 
     op = resolve_op(op_name)
     p = op.resolve_params(parse_params(params))
+    if all_shapes:
+        from ..compiler.aot import build_all_shapes
+
+        res = build_all_shapes(op, target=target, out_dir=out_dir, dtypes=dtype_signature(op, dtype),
+                               params=p, name=name)
+        for w in res.warnings:
+            click.echo(f"warning: {w}", err=True)
+        click.echo(f"built {res.manifest['function']} for any shape with "
+                   f"{len(res.manifest['variants'])} variant(s) for {res.manifest['target']}")
+        for f in res.files:
+            click.echo(f"  {f}")
+        return
     dims = complete_dims(op, parse_shape(shape), p) if shape else None
     res = build_op(op, target=target, out_dir=out_dir, dims=dims,
                    dtypes=dtype_signature(op, dtype), params=p,

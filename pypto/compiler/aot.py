@@ -242,3 +242,143 @@ def _halide_version() -> str:
         return version("halide")
     except Exception:
         return "unknown"
+
+
+# -- shape-generic libraries ----------------------------------------------------------------------
+
+_DISPATCH = r"""
+#include <math.h>
+#include <stddef.h>
+#include "HalideRuntime.h"
+
+%(decls)s
+
+/* Tuned shapes, in the order of the named dims %(dim_names)s; -1 marks the default variant. */
+static const double shapes[%(nv)d][%(nd)d] = {%(shapes)s};
+
+int %(fn)s(%(params)s) {
+    double ext[%(nd)d] = {%(extents)s};
+    int order[%(nv)d];
+    double dist[%(nv)d];
+    for (int v = 0; v < %(nv)d; v++) {
+        order[v] = v;
+        dist[v] = 0;
+        for (int d = 0; d < %(nd)d; d++)
+            dist[v] += shapes[v][d] < 0 ? 1e30 : fabs(log2(ext[d] / shapes[v][d]));
+    }
+    for (int i = 1; i < %(nv)d; i++)  /* insertion sort: nearest tuned shape first */
+        for (int j = i; j > 0 && dist[order[j]] < dist[order[j - 1]]; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    int rc = -1;
+    for (int i = 0; i < %(nv)d; i++) {
+        switch (order[i]) {
+%(cases)s
+        }
+        if (rc == 0) return 0;  /* a variant that does not fit this shape fails: try the next */
+    }
+    return rc;
+}
+"""
+
+
+def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None, params=None,
+                     name: str | None = None) -> BuildResult:
+    """One static library whose entry point takes any shape and runs the schedule tuned for the
+    nearest stored shape (by the database's distance), falling back to the default schedule."""
+    from .. import __version__
+    from ..bench.inputs import complete_dims
+    from ..database.lookup import search_path
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
+    if "," in target:
+        raise PyptoError("--all-shapes builds for one target at a time")
+    t = aot_target(target)
+    dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
+    params = op.resolve_params(dict(params or {}))
+    fn = name or f"pypto_{op.name}"
+    fp = fingerprint(build(op, dtypes, params))
+    fam = targets.family(t)
+    pkey = tuple(sorted(params.items()))
+    seen, variants = set(), []
+    for db in search_path():
+        for e in db.entries(op.name, fam):
+            k = e.key
+            if k.dtypes == dtypes and k.params == pkey and k.fingerprint == fp and k.shape not in seen:
+                seen.add(k.shape)
+                variants.append((e.key.shape_dict, e.schedule, str(e.key)))
+    ex = complete_dims(op, op.example or {d: 64 for d in op.input_dims}, params)
+    dims_order = list(op.input_dims)
+    no_rt = t.with_feature(hl.TargetFeature.NoRuntime)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        objs, cases, shapes, info = [], [], [], []
+        all_variants = variants + [(None, None, "default")]
+        for i, (shape, sched, label) in enumerate(all_variants):
+            vname = f"{fn}_v{i}"
+            built = build(op, dtypes, params)
+            if sched is None:
+                sched = default_schedule(built, complete_dims(op, ex, params), t)
+            apply_schedule(built, sched)
+            try:
+                built.pipeline.compile_to({T.object: str(tmp / f"{vname}.o")}, built.images, vname, no_rt)
+            except hl.HalideError as e:
+                raise CompileError(f"op {op.name!r}: variant {label}: {str(e).strip()}") from None
+            objs.append(tmp / f"{vname}.o")
+            shapes.append("{" + ", ".join(str(float(shape[d])) if shape else "-1" for d in dims_order) + "}")
+            nargs = len(op.inputs) + len(op.outputs)
+            call = ", ".join(f"a{j}" for j in range(nargs))
+            cases.append(f"        case {i}: rc = {vname}({call}); break;")
+            info.append({"function": vname, "shape": shape, "entry": label, "schedule_hash": sched.hash})
+        hl.compile_standalone_runtime(str(tmp / "runtime.o"), t)
+        nargs = len(op.inputs) + len(op.outputs)
+        params_c = ", ".join(f"struct halide_buffer_t *a{j}" for j in range(nargs))
+        extents = []
+        for d in dims_order:
+            for j, spec in enumerate(op.inputs):
+                if d in spec.dims:
+                    extents.append(f"(double)a{j}->dim[{spec.rank - 1 - spec.dims.index(d)}].extent")
+                    break
+        decls = "\n".join(f"int {v['function']}({params_c});" for v in info)
+        src = _DISPATCH % {"decls": decls, "dim_names": ",".join(dims_order), "nv": len(info),
+                           "nd": len(dims_order), "shapes": ", ".join(shapes), "fn": fn,
+                           "params": params_c, "extents": ", ".join(extents), "cases": "\n".join(cases)}
+        (tmp / f"{fn}_dispatch.c").write_text(src)
+        inc = os.path.join(os.path.dirname(hl.__file__), "include")
+        cc = shutil.which("cc") or _cc()
+        r = subprocess.run([cc, "-O2", "-fPIC", "-c", f"-I{inc}", str(tmp / f"{fn}_dispatch.c"),
+                            "-o", str(tmp / f"{fn}_dispatch.o")], capture_output=True, text=True)
+        if r.returncode:
+            raise CompileError(f"compiling the dispatcher failed: {r.stderr.strip()[:2000]}")
+        r = subprocess.run(["ar", "rcs", str(tmp / f"{fn}.a"), *map(str, objs), str(tmp / "runtime.o"),
+                            str(tmp / f"{fn}_dispatch.o")], capture_output=True, text=True)
+        if r.returncode:
+            raise CompileError(f"archiving failed: {r.stderr.strip()[:2000]}")
+        (tmp / f"{fn}.h").write_text(
+            f"#pragma once\n#include \"HalideRuntime.h\"\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n"
+            f"int {fn}({params_c});\n#ifdef __cplusplus\n}}\n#endif\n")
+        for p in list(tmp.iterdir()):
+            if p.suffix in (".o", ".c"):
+                p.unlink()
+        files = sorted(tmp.iterdir())
+        manifest = {
+            "format": 1, "function": fn, "op": op.name, "fingerprint": fp,
+            "arguments": _arguments(op, dtypes, build(op, dtypes, params).out_dtypes),
+            "params": params, "shape": "any", "dispatch_dims": dims_order, "variants": info,
+            "target": str(t), "versions": {"pypto": __version__, "halide": _halide_version()},
+            "files": {p.name: _sha(p) for p in files},
+        }
+        (tmp / f"{fn}.manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        out.mkdir(parents=True, exist_ok=True)
+        moved = []
+        for p in sorted(tmp.iterdir()):
+            os.replace(p, out / p.name)
+            moved.append(out / p.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    warnings = [] if variants else [f"{op.name}: no tuned schedules on {fam}; the library has only "
+                                    "the default variant"]
+    return BuildResult(out_dir=out, files=moved, manifest=manifest, warnings=warnings)

@@ -210,3 +210,29 @@ def test_opencl_build_runs_on_pocl(tmp_path):
     res = build_op(pypto.get_op("softmax"), target="opencl", out_dir=tmp_path, dims={"R": R, "C": C})
     assert "opencl" in res.manifest["target"]
     assert_close(_run_c(tmp_path, tmp_path / "pypto_softmax.a"), _softmax_ref(_input()))
+
+
+@pytest.mark.skipif(not HAS_CC, reason="needs a C compiler")
+def test_all_shapes_library_dispatches_to_the_nearest_tuned_schedule(tmp_path):
+    from pypto.compiler import targets
+    from pypto.compiler.aot import build_all_shapes
+    from pypto.compiler.lower import build, fingerprint
+    from pypto.database import DirectoryDatabase, Entry, Key, add_path, remove_path
+    from pypto.schedule.defaults import default_schedule
+
+    op = pypto.get_op("softmax")
+    fp = fingerprint(build(op, ("float32",), {}))
+    db = DirectoryDatabase(tmp_path / "db")
+    fam = targets.family(targets.host())
+    for dims in ({"R": 4, "C": 16}, {"R": 4096, "C": 1024}):
+        s = default_schedule(build(op, ("float32",), {}), dims, targets.host()).with_fingerprint(fp)
+        db.commit([Entry(key=Key.make("softmax", ("float32",), dims, {}, fam, fp), schedule=s, time_ms=1.0)])
+    add_path(db.root)
+    try:
+        res = build_all_shapes(op, target="host", out_dir=tmp_path / "lib")
+    finally:
+        remove_path(db.root)
+    shapes = [v["shape"] for v in res.manifest["variants"]]
+    assert {"R": 4, "C": 16} in shapes and {"R": 4096, "C": 1024} in shapes and shapes[-1] is None
+    assert res.manifest["shape"] == "any"
+    assert_close(_run_c(tmp_path / "lib", tmp_path / "lib" / "pypto_softmax.a"), _softmax_ref(_input()))
