@@ -1,7 +1,7 @@
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-# Compiled kernels of this test session go to a fresh cache, not the user's.
-os.environ.setdefault("PYPTO_CACHE_DIR", tempfile.mkdtemp(prefix="pypto-test-cache-"))
+# The op tests JIT-compile in memory (fast); tests/compiler/test_diskcache.py covers the on-disk
+# cache, which every test that needs it turns on for itself.
+os.environ.setdefault("PYPTO_CACHE_DIR", "off")

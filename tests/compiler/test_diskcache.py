@@ -72,3 +72,35 @@ def test_cache_off_uses_the_jit(tmp_path):
                          check=True).stdout.strip()
     assert out == "jit"
     assert np.isfinite(1.0)
+
+
+DTYPE_CODE = """
+import numpy as np, pypto
+from pypto.runtime import observe
+rng = np.random.default_rng(0)
+checks = []
+with observe() as calls:
+    x16 = rng.random((7, 9)).astype(np.float16)
+    checks.append(np.allclose(pypto.ops.exp(x16), np.exp(x16.astype(np.float32)).astype(np.float16), rtol=1e-2))
+    c = rng.random((5, 6)) > 0.5
+    a, b = rng.random((5, 6)).astype(np.float32), rng.random((5, 6)).astype(np.float32)
+    checks.append(np.array_equal(pypto.ops.where(c, a, b), np.where(c, a, b)))
+    q = pypto.ops.quantize(rng.random(50).astype(np.float32), scale=0.01, zero_point=3)
+    checks.append(q.dtype == np.int8 and np.array_equal(q, np.clip(np.round(pypto.ops.dequantize(q, scale=0.01, zero_point=3) / 0.01) + 3, -128, 127)))
+    xs = rng.random((4, 6)).astype(np.float32); h = rng.random((4, 5)).astype(np.float32)
+    cs = rng.random((4, 5)).astype(np.float32)
+    wi, wh = rng.random((20, 6)).astype(np.float32), rng.random((20, 5)).astype(np.float32)
+    h2, c2 = pypto.ops.lstm_cell(xs, h, cs, wi, wh)
+    rh, rc = pypto.get_op("lstm_cell").reference(xs, h, cs, wi, wh)
+    checks.append(np.allclose(h2, rh, rtol=1e-4, atol=1e-5) and np.allclose(c2, rc, rtol=1e-4, atol=1e-5))
+    checks.append(int(pypto.ops.argmax(np.array([1.0, 5.0, 2.0], np.float32))) == 1)
+print(all(checks), all(k.disk for *_, k in calls), checks)
+"""
+
+
+@pytest.mark.skipif(not shutil.which("c++"), reason="needs a C++ compiler")
+def test_disk_kernels_handle_every_kind_of_buffer(tmp_path):
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", DTYPE_CODE], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith("True True"), out.stdout
