@@ -381,7 +381,7 @@ class Tuner:
         for n, err in res.get("errors", {}).items():
             self.say(f"  {n}: excluded ({err[:200]})")
         # On a tie the stored entry stays: a rewrite must be earned.
-        ranked = sorted((n for n in table if n != "numpy"),
+        ranked = sorted((n for n in table if n in cands),  # peers (numpy, torch) are not schedules
                         key=lambda n: (table[n]["median_ms"], n != "stored"))
         if not ranked:
             raise PyptoError(f"{self.op.name}: no schedule could be measured; see the worker log "
