@@ -6,7 +6,7 @@ those in the ``PYPTO_SCHEDULES`` environment variable (``os.pathsep``-separated)
 distance wins, and on a tie the earlier database.
 
 Distance between two shapes of the same op is the sum over named dims of ``|log2(a / b)|``: doubling
-one dim costs 1. Only entries with the same dtypes, parameters and target family are considered;
+one dim costs 1; entries further than ``MAX_DISTANCE`` (4) are not used. Only entries with the same dtypes, parameters and target family are considered;
 entries whose algorithm fingerprint differs from the op's are *stale*: reported, never applied.
 A near entry is used only if it applies to the new shape (no ``bound`` directives, which pin a shape);
 if it fails to compile or run there, the call falls back to the default schedule.
@@ -30,6 +30,9 @@ SHIPPED = Path(__file__).resolve().parents[2] / "schedules"
 _extra: list[Database] = []
 _dirs: dict[str, DirectoryDatabase] = {}
 SHAPE_PINNING = {"bound", "bound_extent"}
+#: Shapes further apart than this (sum of |log2| ratios) are not "near": a schedule tuned for
+#: 4096 x 1024 says little about 5 x 13, and its tiles may not even fit.
+MAX_DISTANCE = 4.0
 
 
 def add_path(path: str | os.PathLike | Database) -> None:
@@ -125,7 +128,7 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
                 if exact is None:
                     exact = Found(e.schedule, f"database {db.name} (exact)", e, db.name, 0.0)
                 continue
-            if math.isinf(dist):
+            if math.isinf(dist) or dist > MAX_DISTANCE:
                 continue
             if any(d.op in SHAPE_PINNING for d in e.schedule.directives):
                 if notes is not None:
