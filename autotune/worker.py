@@ -122,7 +122,7 @@ class Worker:
                 return err
         return None
 
-    def eval(self, req):
+    def evaluate(self, req):
         from pypto.bench.timing import compare
 
         inject = req.get("inject")
@@ -278,7 +278,7 @@ def main() -> int:
             if cmd == "setup":
                 reply = w.setup(req)
             elif cmd == "eval":
-                reply = w.eval(req)
+                reply = w.evaluate(req)
             elif cmd == "compare":
                 reply = w.compare(req)
             elif cmd == "autoschedule":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -39,7 +40,7 @@ def _register() -> None:
     cli.add_command(db.db)
     for name in ("tune", "build", "bench", "profile", "cache"):
         try:
-            mod = __import__(f"pypto.cli.{name}", fromlist=[name])
+            mod = importlib.import_module(f"pypto.cli.{name}")
         except ModuleNotFoundError as e:
             if e.name != f"pypto.cli.{name}":
                 raise
