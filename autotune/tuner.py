@@ -266,10 +266,21 @@ class Tuner:
         tuner at once should not wait for it. The trial's knob values are queued again.
         """
         host = _OWNER.rsplit(":", 1)[0]
+        # Tuners that joined this study. A trial can die before it records its owner (while Optuna
+        # samples it); such a trial is dead if every tuner that ever joined was on this machine
+        # and none of them is alive.
+        tuners = [k.split(":", 1)[1] for k in study.user_attrs if k.startswith("tuner:")]
+        all_here_and_dead = all(
+            tn.rpartition(":")[0] == host and tn.rpartition(":")[2].isdigit()
+            and not _alive(int(tn.rpartition(":")[2])) for tn in tuners)
         for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             owner = t.user_attrs.get("owner", "")
             h, _, pid = owner.rpartition(":")
-            if h != host or not pid.isdigit() or _alive(int(pid)):
+            if not owner:
+                if not (tuners and all_here_and_dead):
+                    continue
+                pid = "unknown"
+            elif h != host or not pid.isdigit() or _alive(int(pid)):
                 continue
             study._storage.set_trial_user_attr(t._trial_id, "error", "tuner process died mid-trial")
             study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
@@ -323,6 +334,7 @@ class Tuner:
         with cfg.evaluator(cfg.op, self.dtypes, self.params, self.dims, cfg.target,
                            compile_timeout=cfg.compile_timeout, run_timeout=cfg.run_timeout) as ev:
             self._reap_dead(study)
+            study.set_user_attr(f"tuner:{_OWNER}", time.time())
             if final:
                 self._add_baselines(study, ev)
                 self._seed_from_nearest(study, storage)

@@ -125,7 +125,9 @@ def test_sigkill_mid_study_loses_no_completed_trial_and_resumes(tmp_path):
     assert p2.returncode == 0, out.decode()[-2000:]
     after, study = _completed(tmp_path)
     assert numbers <= {t.number for t in after}
-    assert all(t.state != optuna.trial.TrialState.RUNNING for t in study.trials)
+    running = [(t.number, t.user_attrs.get("owner"), t.datetime_start) for t in study.trials
+               if t.state == optuna.trial.TrialState.RUNNING]
+    assert not running, (running, out.decode()[-1500:])
     assert b"resuming study" in out
 
 
