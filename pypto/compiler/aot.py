@@ -20,6 +20,7 @@ from typing import Any
 
 import halide as hl
 
+from ..database.entry import halide_version as _halide_version
 from ..errors import CompileError, PyptoError, ScheduleError, StaleScheduleError, TargetError
 from ..schedule.apply import apply_schedule
 from ..schedule.defaults import default_schedule
@@ -90,11 +91,7 @@ def _arguments(op, dtypes, out_dtypes) -> list[dict]:
 
 
 def _sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def aot_target(name: str) -> hl.Target:
@@ -234,14 +231,6 @@ def _build_python_extension(tmp: Path, fn: str) -> None:
     if r.returncode:
         raise CompileError(f"compiling the Python extension failed: {r.stderr.strip()[:2000]}")
 
-
-def _halide_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("halide")
-    except Exception:
-        return "unknown"
 
 
 # -- shape-generic libraries ----------------------------------------------------------------------

@@ -49,7 +49,7 @@ def enabled(target: hl.Target) -> bool:
 
 def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str) -> str:
     from .. import __version__
-    from .aot import _halide_version
+    from ..database.entry import halide_version as _halide_version
 
     text = json.dumps([FORMAT, op_name, fp, list(dtypes), sorted(params.items()), schedule_hash,
                        target.replace("-jit", ""), _halide_version(), __version__], default=str)
@@ -110,8 +110,6 @@ class DiskCallable:
             raise hl.HalideError(getattr(_errors, "last", None) or f"Halide error code {rc}")
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def load(key: str) -> DiskCallable | None:
@@ -126,6 +124,8 @@ def load(key: str) -> DiskCallable | None:
     try:
         meta = json.loads(meta_path.read_text())
         lib_path = d / meta["library"]
+        from .aot import _sha
+
         if meta.get("format") != FORMAT or _sha(lib_path) != meta["sha256"]:
             raise ValueError("checksum mismatch")
         return DiskCallable(ctypes.CDLL(str(lib_path)), meta["function"], lib_path)
@@ -136,7 +136,7 @@ def load(key: str) -> DiskCallable | None:
 
 def store(key: str, built, target: hl.Target) -> DiskCallable:
     """Compiles the (already scheduled) pipeline into the cache and loads it."""
-    from .aot import _link_shared
+    from .aot import _link_shared, _sha
 
     root = cache_dir()
     dest = root / key[:2] / key

@@ -94,13 +94,13 @@ def provenance(*, method: str, target: str, **extra) -> dict[str, Any]:
 
     from .. import __version__
 
-    return {"pypto": __version__, "halide": getattr(halide, "__version__", None) or _halide_version(),
+    return {"pypto": __version__, "halide": getattr(halide, "__version__", None) or halide_version(),
             "target": target, "cpu": cpu_model(), "date": datetime.datetime.now(
                 datetime.timezone.utc).isoformat(timespec="seconds"),
             "method": method, **extra}
 
 
-def _halide_version() -> str:
+def halide_version() -> str:
     try:
         from importlib.metadata import version
 

@@ -85,28 +85,10 @@ def test_static_library_and_header_from_c(tmp_path):
     assert_close(_run_c(tmp_path, tmp_path / "pypto_softmax.a"), _softmax_ref(_input()))
 
 
-class _Dim(ctypes.Structure):
-    _fields_ = [("min", ctypes.c_int32), ("extent", ctypes.c_int32), ("stride", ctypes.c_int32),
-                ("flags", ctypes.c_uint32)]
+def _buf(a, keep=[]):  # noqa: B006  (keeps the dim arrays alive for the call)
+    from pypto.compiler.diskcache import _buffer
 
-
-class _Type(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _Buf(ctypes.Structure):
-    _fields_ = [("device", ctypes.c_uint64), ("device_interface", ctypes.c_void_p),
-                ("host", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("type", _Type),
-                ("dimensions", ctypes.c_int32), ("dim", ctypes.POINTER(_Dim)),
-                ("padding", ctypes.c_void_p)]
-
-
-def _buf(a):
-    dims = (_Dim * a.ndim)(*[_Dim(0, a.shape[i], a.strides[i] // a.itemsize, 0)
-                             for i in reversed(range(a.ndim))])
-    b = _Buf(host=a.ctypes.data, type=_Type(2, 32, 1), dimensions=a.ndim, dim=dims)
-    b._keep = dims
-    return b
+    return _buffer(a, keep)
 
 
 @pytest.mark.skipif(not HAS_CC, reason="needs a C compiler")

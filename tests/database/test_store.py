@@ -176,4 +176,4 @@ def test_diff_merge_and_prune(tmp_path):
     assert any("stale" in r for r in report)
     left = {e.key.shape_dict["M"] for e in DirectoryDatabase(out).iter_all()}
     assert left == {8, 16, 32}
-    assert fp() != "0" * 16 and F32 == ("float32", "float32")
+    assert stale.key.fingerprint != fp() and stale.key.dtypes == F32
