@@ -1,6 +1,5 @@
 """Lookup: exact, nearest, stale, stacking, and the explanation of each choice."""
 
-import numpy as np
 import pytest
 
 from dbhelpers import D, matmul_entry
