@@ -9,13 +9,68 @@ producers stay inlined. This is correct for every op; tuned GPU schedules replac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+
+import halide as hl
 
 from .directives import Directive
 
 D = Directive.make
 TILE_2D = 16
 TILE_1D = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuLimits:
+    """What one GPU block may use: schedules and the tuner's space stay inside these.
+
+    Attributes:
+        api: the GPU API (``cuda``, ``opencl``, ``vulkan``, ``metal``).
+        max_threads: threads per block (work-group size).
+        shared_bytes: shared (local) memory per block, in bytes.
+        warp: threads that run in lock step (warp / SIMD group / subgroup width).
+    """
+
+    api: str
+    max_threads: int
+    shared_bytes: int
+    warp: int
+
+
+#: Conservative limits per API: every device of that API we aim at offers at least these.
+_LIMITS = {
+    "cuda": GpuLimits("cuda", 1024, 48 * 1024, 32),
+    "opencl": GpuLimits("opencl", 256, 32 * 1024, 32),
+    "vulkan": GpuLimits("vulkan", 256, 16 * 1024, 32),
+    "metal": GpuLimits("metal", 512, 32 * 1024, 32),
+}
+
+
+def gpu_api(target: hl.Target) -> str | None:
+    """The GPU API a target compiles for, or None for a CPU target."""
+    for feat, api in ((hl.TargetFeature.CUDA, "cuda"), (hl.TargetFeature.OpenCL, "opencl"),
+                      (hl.TargetFeature.Vulkan, "vulkan"), (hl.TargetFeature.Metal, "metal")):
+        if target.has_feature(feat):
+            return api
+    return None
+
+
+def gpu_limits(target) -> GpuLimits:
+    """Device limits for ``target`` (a Halide Target, a short name such as "opencl", or a string).
+
+    The values are conservative defaults per API rather than a query of one device, so a schedule
+    made within them runs on any device of that API. A CPU target raises TargetError.
+    """
+    from ..compiler.targets import parse
+    from ..errors import TargetError
+
+    t = parse(target)
+    api = gpu_api(t)
+    if api is None:
+        raise TargetError(f"target {str(t)!r} has no GPU feature; GPU limits apply to "
+                          f"cuda, opencl, vulkan or metal targets")
+    return _LIMITS[api]
 
 
 def _map(name: str, stage: int, args, dims: Mapping[str, int]) -> list[Directive]:
