@@ -1,4 +1,12 @@
-"""Targets: short names, Halide target strings, and the target of the current context."""
+"""Targets: short names, Halide target strings, and the target of the current context.
+
+Short names (:data:`SHORT_NAMES`) cover the usual CPUs and the four GPU APIs. A CUDA target may
+name its compute capability: ``cuda-sm80``, ``cuda-sm_80``, ``cuda:80`` and ``cuda80`` all mean
+the host CPU plus CUDA with Halide's ``cuda_capability_80`` feature. Halide 21 knows the
+capabilities in :data:`CUDA_CAPABILITIES`; a newer one (``cuda-sm90``) takes the newest of those
+below it, since code for an older capability runs on newer devices. Plain ``cuda`` is
+capability 7.0. Any full Halide target string (``host-opencl``, ``x86-64-linux-avx2-cuda``) works too.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +32,10 @@ SHORT_NAMES = {
     "wasm": "wasm-32-wasmrt",
 }
 
+#: CUDA compute capabilities Halide 21 has a target feature for (``cuda_capability_XX``).
+CUDA_CAPABILITIES = (30, 32, 35, 50, 61, 70, 75, 80, 86)
+_CUDA_RE = re.compile(r"^cuda(?:[-:_]?(?:sm_?)?(\d{2,3}))?$")
+
 _current: contextvars.ContextVar[hl.Target | None] = contextvars.ContextVar("pypto_target",
                                                                             default=None)
 _host: hl.Target | None = None
@@ -37,19 +49,53 @@ def host() -> hl.Target:
     return _host
 
 
+def _known() -> str:
+    return ", ".join(SHORT_NAMES) + ", cuda-smXX (XX in " + "/".join(map(str, CUDA_CAPABILITIES)) + ")"
+
+
+def cuda_target_string(capability: int | None = None) -> str:
+    """The target string of the host CPU plus CUDA at ``capability`` (e.g. 80 for sm_80).
+
+    A capability newer than Halide knows maps to the newest one below it; one older than the
+    oldest is a TargetError.
+    """
+    if capability is None:
+        return SHORT_NAMES["cuda"]
+    usable = [c for c in CUDA_CAPABILITIES if c <= capability]
+    if not usable:
+        raise TargetError(f"CUDA compute capability {capability} is too old; Halide supports "
+                          f"{', '.join(map(str, CUDA_CAPABILITIES))} (e.g. 'cuda-sm70')")
+    return f"host-cuda-cuda_capability_{usable[-1]}"
+
+
+def _expand(name: str) -> str:
+    """A short name's target string (``name`` itself when it is not a short name)."""
+    key = name.lower()
+    if key in SHORT_NAMES:
+        return SHORT_NAMES[key]
+    m = _CUDA_RE.match(key)
+    if m:
+        return cuda_target_string(int(m.group(1)) if m.group(1) else None)
+    return name
+
+
 def parse(name: str | hl.Target) -> hl.Target:
-    """A Halide Target from a short name or a full target string; TargetError if unknown."""
+    """A Halide Target from a short name or a full target string; TargetError if unknown.
+
+    >>> parse("cuda-sm80").has_feature(hl.TargetFeature.CUDACapability80)
+    True
+    """
     if isinstance(name, hl.Target):
         return name
     if not isinstance(name, str) or not name.strip():
-        raise TargetError(f"a target must be a name, got {name!r}; known: {', '.join(SHORT_NAMES)}")
-    text = SHORT_NAMES.get(name.strip(), name.strip())
+        raise TargetError(f"a target must be a name, got {name!r}; known: {_known()}")
+    text = _expand(name.strip())
     if text == "host":
         return host()
     if text.startswith("host-") and "jit" not in text:
         text = str(host()).replace("-jit", "") + text[4:]
     if not re.fullmatch(r"[a-z0-9_\-]+", text) or not hl.Target.validate_target_string(text):
-        raise TargetError(f"unknown target {name!r}; use a short name ({', '.join(SHORT_NAMES)}) "
+        raise TargetError(f"unknown target {name!r}; use a short name ({_known()}) "
                           "or a Halide target string such as 'x86-64-linux-avx2'")
     return hl.Target(text)
 
