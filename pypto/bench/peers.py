@@ -1,9 +1,14 @@
-"""Peer implementations of ops for side-by-side comparisons: PyTorch eager CPU, when installed.
+"""Peer implementations of ops for side-by-side comparisons: NumPy, PyTorch eager, torch.compile.
 
 Each entry takes the op's canonical-form arrays and parameters (what the tuner and benchmarks
-hold) and returns a zero-argument callable running the same computation in PyTorch on tensors
-made once, up front, so that only the computation is timed. Outputs are compared with the NumPy
-reference before anything is timed, like every other candidate.
+hold) and returns a zero-argument callable running the same computation on data made once, up
+front, so that only the computation is timed. Outputs are compared with the op's reference before
+anything is timed, like every other candidate.
+
+The NumPy peers are what a NumPy user would write for speed (float32 throughout, BLAS for
+products, an im2col convolution); the op references, which favour exactness (float64
+accumulation, plain loops), are what every result is checked against, and stand in as the NumPy
+peer of ops without a faster form.
 """
 
 from __future__ import annotations
@@ -79,6 +84,143 @@ def _builders() -> dict[str, Callable]:
         "tanh": one(torch.tanh),
         "scaled_dot_product_attention": sdpa,
     }
+
+
+def _numpy_builders() -> dict[str, Callable]:
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    def conv(x, w, b, p):
+        if p["groups"] != 1:
+            return None
+        sh, sw, dh, dw = p["stride_h"], p["stride_w"], p["dil_h"], p["dil_w"]
+        O, C, KH, KW = w.shape
+        wm = np.ascontiguousarray(w.reshape(O, C * KH * KW).T)
+
+        def run():
+            xp = np.pad(x, ((0, 0), (0, 0), (p["pad_h"],) * 2, (p["pad_w"],) * 2))
+            win = sliding_window_view(xp, ((KH - 1) * dh + 1, (KW - 1) * dw + 1), axis=(2, 3))
+            win = win[:, :, ::sh, ::sw, ::dh, ::dw]          # N C OH OW KH KW
+            N, _, OH, OW = win.shape[:4]
+            cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(N * OH * OW, C * KH * KW)
+            out = (cols @ wm + b).reshape(N, OH, OW, O)
+            return out.transpose(0, 3, 1, 2)
+        return run
+
+    def depthwise(x, w, p):
+        if w.shape[1] != 1:
+            return None
+        sh, sw = p["stride_h"], p["stride_w"]
+        KH, KW = w.shape[2:]
+
+        def run():
+            xp = np.pad(x, ((0, 0), (0, 0), (p["pad_h"],) * 2, (p["pad_w"],) * 2))
+            OH = (xp.shape[2] - KH) // sh + 1
+            OW = (xp.shape[3] - KW) // sw + 1
+            out = np.zeros((x.shape[0], x.shape[1], OH, OW), x.dtype)
+            for i in range(KH):
+                for j in range(KW):
+                    out += xp[:, :, i:i + sh * OH:sh, j:j + sw * OW:sw] * w[None, :, 0, i, j, None, None]
+            return out
+        return run
+
+    def blur(x, p):
+        r = p["size"] // 2
+        if x.dtype.kind != "f":
+            return None
+
+        def run():
+            xp = np.pad(x, ((0, 0), (r, r), (r, r)), mode="edge")
+            H, W = x.shape[1:]
+            rows = sum(xp[:, i:i + H, :] for i in range(p["size"]))
+            return sum(rows[:, :, j:j + W] for j in range(p["size"])) * np.float32(1.0 / p["size"] ** 2)
+        return run
+
+    def softmax(x, p):
+        def run():
+            e = np.exp(x - x.max(axis=-1, keepdims=True))
+            e /= e.sum(axis=-1, keepdims=True)
+            return e
+        return run
+
+    def layer_norm(x, g, b, p):
+        def run():
+            mu = x.mean(axis=-1, keepdims=True)
+            d = x - mu
+            var = np.mean(d * d, axis=-1, keepdims=True)
+            return d / np.sqrt(var + np.float32(p["eps"])) * g + b
+        return run
+
+    def sdpa(q, k, v, p):
+        scale = np.float32(p["scale"] if p.get("scale") is not None else 1.0 / np.sqrt(q.shape[-1]))
+
+        def run():
+            s = (q @ k.swapaxes(-1, -2)) * scale
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            e /= e.sum(axis=-1, keepdims=True)
+            return e @ v
+        return run
+
+    def two(fn):
+        return lambda a, b, p: (lambda: fn(a, b))
+
+    def one(fn):
+        return lambda a, p: (lambda: fn(a))
+
+    return {
+        "matmul": two(np.matmul),
+        "batch_matmul": two(np.matmul),
+        "linear": lambda x, w, b, p: (lambda: x @ w.T + b),
+        "conv2d": conv,
+        "depthwise_conv2d": depthwise,
+        "box_blur": blur,
+        "softmax": softmax,
+        "layer_norm": layer_norm,
+        "sum": one(lambda x: x.sum(axis=-1)),
+        "mean": one(lambda x: x.mean(axis=-1)),
+        "max": one(lambda x: x.max(axis=-1)),
+        "swiglu": two(lambda x, y: x / (np.float32(1) + np.exp(-x)) * y),
+        "add": two(np.add),
+        "mul": two(np.multiply),
+        "exp": one(np.exp),
+        "tanh": one(np.tanh),
+        "transpose": one(lambda x: np.ascontiguousarray(x.T)),
+        "scaled_dot_product_attention": sdpa,
+    }
+
+
+def numpy_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]):
+    """(callable, label): the fast NumPy form of the op, else its reference implementation."""
+    build = _numpy_builders().get(op_name)
+    if build is not None:
+        fn = build(*arrays, dict(params))
+        if fn is not None:
+            return fn, "numpy"
+    from ..ops import get_op
+
+    op = get_op(op_name)
+    return (lambda: op.kernel_ref(*arrays, **params)), "numpy (reference)"
+
+
+def blas_info() -> str:
+    """Which BLAS NumPy runs and with which kernel, e.g. ``openblas 0.3.29 Zen, 2 threads``."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl not installed)"
+    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if not libs:
+        return "none found"
+    i = libs[0]
+    return (f"{i.get('internal_api')} {i.get('version')} {i.get('architecture') or ''}, "
+            f"{i.get('num_threads')} threads").replace("  ", " ")
+
+
+def torch_compiled(fn):
+    """``fn`` (a torch peer) through ``torch.compile``; compiled by its first call."""
+    import torch
+
+    graph = torch.compile(lambda: fn(), dynamic=False)
+    return graph
 
 
 def torch_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -38,7 +39,7 @@ def _register() -> None:
 
     cli.add_command(ops.ops)
     cli.add_command(db.db)
-    for name in ("tune", "build", "bench", "profile", "cache"):
+    for name in ("tune", "build", "bench", "profile", "study", "cache"):
         try:
             mod = importlib.import_module(f"pypto.cli.{name}")
         except ModuleNotFoundError as e:
@@ -51,9 +52,25 @@ def _register() -> None:
 _register()
 
 
+#: Variables some machines set that slow NumPy's BLAS; benchmarks run without them.
+_BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def _clean_blas_env(args: list[str]) -> None:
+    """Restarts ``pypto bench`` without the BLAS variables (they act when NumPy loads, so the
+    process must start without them); every other command keeps its environment."""
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command != "bench" or not any(os.environ.get(k) for k in _BLAS_ENV):
+        return
+    env = {k: v for k, v in os.environ.items() if k not in _BLAS_ENV}
+    os.execve(sys.executable, [sys.executable, "-m", "pypto.cli.main", *args], env)
+
+
 def main(argv=None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    _clean_blas_env(args)
     try:
-        cli.main(args=argv, prog_name="pypto", standalone_mode=True)
+        cli.main(args=args, prog_name="pypto", standalone_mode=True)
     except SystemExit as e:
         return int(e.code or 0)
     return 0

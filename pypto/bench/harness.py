@@ -1,0 +1,567 @@
+"""``pypto bench``: every suite op side by side with its peers, verified before it is timed.
+
+For one suite item (op, shape, params) the harness builds candidates:
+
+- ``pypto``: the kernel a plain call picks (database entry, nearest shape, or the default), and
+  ``pypto-default`` (the default schedule) when the call picks something else;
+- ``numpy``: the op's fast NumPy form (``peers.numpy_peer``), else its reference;
+- ``torch`` and ``torch-compile``: PyTorch eager and ``torch.compile`` on the CPU, when installed;
+- ``adams2019``, ``mullapudi2016``, ``li2018``: Halide's autoschedulers on the same algorithm,
+  read from an autoschedule database, computed (in a worker with a deadline) when missing.
+
+Every candidate's output is compared with the op's reference first; one that differs is reported
+and not timed. The rest are timed interleaved in this process (``timing.compare``), so every ratio
+comes from the same minutes of the same machine. Results are plain JSON (``report_schema.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ParamError
+from .verify import mismatch
+
+AUTOS = ("adams2019", "mullapudi2016", "li2018")
+PEERS = ("numpy", "torch", "torch-compile", "halide")
+FORMAT = 1
+
+
+@dataclasses.dataclass
+class Item:
+    """One measurement: an op at one shape. ``group`` is "suite" or "size" (the size sweep)."""
+
+    op: str
+    shape: str
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    dtype: str | None = None
+    group: str = "suite"
+
+    @property
+    def label(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.op} {self.shape}" + (f" [{extra}]" if extra else "")
+
+
+def default_suite_path() -> str | None:
+    """``benchmarks/suite.json`` of the source tree this package runs from, if there is one."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "benchmarks", "suite.json")
+    return path if os.path.isfile(path) else None
+
+
+def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
+    """Items of a suite file: its ``ops`` (group "suite") and, with ``sizes``, its ``sizes``."""
+    from ..database.jsonio import strict_loads
+
+    try:
+        with open(path, "rb") as f:
+            doc = strict_loads(f.read(), path)
+    except OSError as e:
+        raise ParamError(f"cannot read the suite file {path}: {e.strerror}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("ops"), list):
+        raise ParamError(f"{path}: a suite file is an object with a list 'ops' (and optionally 'sizes') "
+                         "of {\"op\", \"shape\", \"params\"?, \"dtype\"?} items")
+    items = []
+    for group, key in (("suite", "ops"), ("size", "sizes")):
+        if key == "sizes" and not sizes:
+            continue
+        for i, it in enumerate(doc.get(key) or []):
+            if not isinstance(it, dict) or not isinstance(it.get("op"), str) or not isinstance(it.get("shape"), str):
+                raise ParamError(f"{path}: {key}[{i}] needs a string 'op' and a string 'shape'")
+            params = it.get("params") or {}
+            if not isinstance(params, dict):
+                raise ParamError(f"{path}: {key}[{i}].params must be an object")
+            items.append(Item(op=it["op"], shape=it["shape"], params=dict(params),
+                              dtype=it.get("dtype"), group=group))
+    return items
+
+
+# -- machine ------------------------------------------------------------------------------------
+
+def machine_info() -> dict[str, Any]:
+    """What the figures were measured on, stated with every report."""
+    import halide as hl
+
+    from ..compiler import targets
+    from ..database.entry import cpu_model, halide_version
+    from .peers import blas_info, torch_available
+
+    info = {
+        "cpu": cpu_model(), "cores": os.cpu_count(), "target": str(targets.host()),
+        "python": platform.python_version(), "numpy": np.__version__, "halide": halide_version(),
+        "blas": blas_info(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "openblas_env_unset": not (os.environ.get("OPENBLAS_CORETYPE") or os.environ.get("OPENBLAS_L2_SIZE")),
+    }
+    from .. import __version__
+
+    info["pypto"] = __version__
+    if torch_available():
+        import torch
+
+        info["torch"] = f"{torch.__version__}, {torch.get_num_threads()} threads"
+    del hl
+    return info
+
+
+# -- candidates ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Candidate:
+    fn: Callable[[], Any]
+    label: str
+    outputs: Callable[[], list[np.ndarray]]   # runs once and returns outputs (for verification)
+    compile_s: float | None = None
+
+
+def _as_list(out) -> list[np.ndarray]:
+    return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else (out,))]
+
+
+def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) -> Candidate:
+    from ..runtime import run_kernel
+    from .verify import poison
+
+    outs = [np.empty(tuple(dims[d] for d in spec.dims), dtype=dt)
+            for spec, dt in zip(op.outputs, kernel.out_dtypes)]
+
+    def fresh():
+        for o in outs:
+            poison(o)
+        return [o.copy() for o in run_kernel(kernel, op, arrays, dims, out=outs)]
+
+    return Candidate(fn=lambda: run_kernel(kernel, op, arrays, dims, out=outs), label=label,
+                     outputs=fresh, compile_s=compile_s)
+
+
+class Context:
+    """One item's op, inputs and reference output, made once."""
+
+    def __init__(self, item: Item, target=None):
+        from ..compiler import targets
+        from ..ops import get_op
+        from .inputs import complete_dims, make_inputs, parse_shape
+
+        self.item = item
+        self.op = get_op(item.op)
+        self.params = self.op.resolve_params(item.params)
+        self.dims = complete_dims(self.op, parse_shape(item.shape), self.params)
+        self.dtypes = self._dtypes(item.dtype)
+        self.target = targets.parse(target) if target is not None else targets.host()
+        self.arrays = make_inputs(self.op, self.dtypes, self.dims, self.params, seed=0)
+        self.want = _as_list(self.op.kernel_ref(*self.arrays, **self.params))
+
+    def _dtypes(self, dtype: str | None) -> tuple[str, ...]:
+        if dtype is None:
+            return tuple(self.op.dtypes[0])
+        for sig in self.op.dtypes:
+            if sig[0] == dtype:
+                return tuple(sig)
+        raise ParamError(f"{self.item.label}: op {self.op.name!r} has no signature with first dtype "
+                         f"{dtype!r}; it has {', '.join('/'.join(s) for s in self.op.dtypes)}")
+
+    def key_dims(self) -> dict[str, int]:
+        return {d: self.dims[d] for d in self.op.input_dims}
+
+
+def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]]:
+    """``pypto`` (what a call picks) and ``pypto-default`` when the pick is a stored schedule."""
+    from ..compiler.jit import compile_built, get_kernel
+    from ..compiler.lower import build, fingerprint
+    from ..schedule.defaults import default_schedule
+
+    out: dict[str, Candidate] = {}
+    notes: dict[str, str] = {}
+    t0 = time.perf_counter()
+    chosen = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, target=ctx.target)
+    dt = time.perf_counter() - t0
+    out["pypto"] = _kernel_candidate(chosen, ctx.op, ctx.arrays, ctx.dims, f"PyPTO ({chosen.source})", dt)
+    if chosen.source != "default":
+        built = build(ctx.op, ctx.dtypes, ctx.params)
+        sched = default_schedule(built, ctx.dims, ctx.target)
+        t0 = time.perf_counter()
+        k = compile_built(built, sched, ctx.target, source="default", fp=fingerprint(built))
+        out["pypto-default"] = _kernel_candidate(k, ctx.op, ctx.arrays, ctx.dims, "PyPTO (default)",
+                                                 time.perf_counter() - t0)
+    else:
+        notes["pypto-default"] = "the call picks the default schedule (no database entry)"
+    return out, notes
+
+
+def autoschedule_candidates(ctx: Context, db_dir: str | None, *, compute_missing: bool,
+                            timeout: float, log: Callable[[str], None]) -> tuple[dict[str, Candidate], dict[str, str]]:
+    """Halide's autoschedulers on the op's algorithm, from ``db_dir/<name>/`` or computed now."""
+    from ..compiler import targets
+    from ..compiler.jit import compile_built
+    from ..compiler.lower import build, fingerprint
+    from ..database import DirectoryDatabase, Entry, Key, provenance
+    from ..schedule.schedule import Schedule
+
+    built = build(ctx.op, ctx.dtypes, ctx.params)
+    fp = fingerprint(built)
+    key = Key.make(ctx.op.name, ctx.dtypes, ctx.key_dims(), ctx.params, targets.family(ctx.target), fp)
+    out: dict[str, Candidate] = {}
+    skipped: dict[str, str] = {}
+    evaluator = None
+    try:
+        for name in AUTOS:
+            db = DirectoryDatabase(os.path.join(db_dir, name)) if db_dir else None
+            hit = db.best(key) if db is not None else None
+            sched = hit.schedule if hit is not None else None
+            if sched is None and not compute_missing:
+                skipped[name] = "not in the autoschedule database (run without --no-autoschedule-missing)"
+                continue
+            if sched is None:
+                if evaluator is None:
+                    from autotune.evaluate import Evaluator
+
+                    evaluator = Evaluator(ctx.op.name, ctx.dtypes, ctx.params, ctx.dims, str(ctx.target),
+                                          compile_timeout=timeout, run_timeout=timeout)
+                log(f"{ctx.item.label}: running Halide's {name} (up to {timeout:.0f} s)")
+                got, why = evaluator.autoschedule(name, timeout=timeout)
+                if got is None:
+                    skipped[name] = f"the autoscheduler gave no schedule: {why[:200]}"
+                    continue
+                sched = Schedule.from_json(got, name)
+                if db is not None:
+                    try:
+                        db.commit([Entry(key=key, schedule=sched, provenance=provenance(
+                            method=f"autoscheduler:{name}", target=str(ctx.target)))])
+                    except OSError as e:
+                        log(f"could not store the {name} schedule in {db_dir}: {e}")
+            t0 = time.perf_counter()
+            k = compile_built(build(ctx.op, ctx.dtypes, ctx.params), sched, ctx.target, source=name, fp=fp)
+            out[name] = _kernel_candidate(k, ctx.op, ctx.arrays, ctx.dims, f"Halide {name}",
+                                          time.perf_counter() - t0)
+    finally:
+        if evaluator is not None:
+            evaluator.close()
+    return out, skipped
+
+
+def peer_candidates(ctx: Context, compare: set[str]) -> tuple[dict[str, Candidate], dict[str, str]]:
+    from . import peers
+
+    out: dict[str, Candidate] = {}
+    skipped: dict[str, str] = {}
+    if "numpy" in compare:
+        fn, label = peers.numpy_peer(ctx.op.name, ctx.arrays, ctx.params)
+        out["numpy"] = Candidate(fn=fn, label=label, outputs=lambda fn=fn: _as_list(fn()))
+    wants_torch = {"torch", "torch-compile"} & compare
+    if wants_torch:
+        peer = peers.torch_peer(ctx.op.name, ctx.arrays, ctx.params)
+        if peer is None:
+            why = ("PyTorch is not installed (pip install 'pypto-halide[torch]')" if not peers.torch_available()
+                   else f"no PyTorch form of {ctx.op.name!r} with these parameters")
+            for n in wants_torch:
+                skipped[n] = why
+        else:
+            if "torch" in compare:
+                out["torch"] = Candidate(fn=peer, label="PyTorch eager",
+                                         outputs=lambda: peers.torch_output(peer))
+            if "torch-compile" in compare:
+                compiled = peers.torch_compiled(peer)
+                t0 = time.perf_counter()
+                try:
+                    first = peers.torch_output(compiled)
+                except Exception as e:  # inductor needs a C++ compiler; a failure is a skipped peer
+                    skipped["torch-compile"] = f"torch.compile failed: {type(e).__name__}: {str(e)[:200]}"
+                else:
+                    dt = time.perf_counter() - t0
+                    out["torch-compile"] = Candidate(fn=compiled, label="torch.compile",
+                                                     outputs=lambda: peers.torch_output(compiled),
+                                                     compile_s=dt)
+                    del first
+    return out, skipped
+
+
+# -- one item -----------------------------------------------------------------------------------
+
+def verify(ctx: Context, cands: Mapping[str, Candidate]) -> tuple[dict[str, Candidate], dict[str, str], dict[str, float]]:
+    """Candidates whose outputs match the reference; the others with the reason."""
+    from .verify import max_error
+
+    good: dict[str, Candidate] = {}
+    bad: dict[str, str] = {}
+    errs: dict[str, float] = {}
+    for name, c in cands.items():
+        try:
+            got = c.outputs()
+        except Exception as e:  # a candidate that cannot run is reported, never timed
+            bad[name] = f"failed to run: {type(e).__name__}: {str(e)[:300]}"
+            continue
+        if len(got) != len(ctx.want):
+            bad[name] = f"returned {len(got)} outputs, the reference {len(ctx.want)}"
+            continue
+        problem = None
+        for g, w in zip(got, ctx.want):
+            g = g.reshape(w.shape) if g.size == w.size and g.shape != w.shape else g
+            problem = mismatch(g.astype(w.dtype, copy=False) if g.dtype != w.dtype and g.shape == w.shape else g, w)
+            if problem:
+                break
+        if problem:
+            bad[name] = f"output differs from the reference: {problem}"
+            continue
+        good[name] = c
+        errs[name] = max(max_error(g.reshape(w.shape), w) for g, w in zip(got, ctx.want))
+    return good, bad, errs
+
+
+def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = None,
+             compute_missing: bool = True, autoschedule_timeout: float = 300.0,
+             timing: Mapping[str, Any] | None = None, target=None, roofs=None,
+             log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Measures one item; returns its JSON record (see ``report_schema.json``)."""
+    from .timing import compare as time_side_by_side
+
+    ctx = Context(item, target)
+    cands, skipped = pypto_candidates(ctx)
+    more, why = peer_candidates(ctx, compare)
+    cands.update(more)
+    skipped.update(why)
+    if "halide" in compare:
+        more, why = autoschedule_candidates(ctx, autoschedule_db, compute_missing=compute_missing,
+                                            timeout=autoschedule_timeout, log=log)
+        cands.update(more)
+        skipped.update(why)
+    good, bad, errs = verify(ctx, cands)
+    t = dict(timing or {})
+    res = time_side_by_side({n: c.fn for n, c in good.items()}, min_rounds=t.get("min_rounds", 7),
+                            max_rounds=t.get("max_rounds", 25), target_spread=t.get("target_spread", 0.05),
+                            budget_s=t.get("budget_s", 30.0)) if good else {}
+    results = {}
+    for n, r in res.items():
+        results[n] = {**r.to_json(), "label": good[n].label, "max_rel_error": errs[n]}
+        if good[n].compile_s is not None:
+            results[n]["compile_s"] = good[n].compile_s
+    rec: dict[str, Any] = {
+        "op": item.op, "shape": item.shape, "group": item.group, "dims": dict(ctx.dims),
+        "params": {k: v for k, v in ctx.params.items()}, "dtypes": list(ctx.dtypes),
+        "results": results, "errors": bad, "skipped": skipped,
+    }
+    rec.update(summarize(results))
+    _add_cost(rec, ctx, roofs)
+    return rec
+
+
+def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Best PyPTO time, best peer, and the ratios (above 1: PyPTO is faster)."""
+    ms = {n: r["median_ms"] for n, r in results.items()}
+    ours = {n: v for n, v in ms.items() if n.startswith("pypto")}
+    peers = {n: v for n, v in ms.items() if not n.startswith("pypto")}
+    out: dict[str, Any] = {"pypto_ms": None, "best_peer": None, "vs_best_peer": None, "vs_numpy": None}
+    if "pypto" in ms:
+        out["pypto_ms"] = ms["pypto"]
+    if peers:
+        best = min(peers, key=peers.get)
+        out["best_peer"] = best
+        if ours:
+            out["vs_best_peer"] = peers[best] / ms.get("pypto", min(ours.values()))
+    if "numpy" in ms and "pypto" in ms:
+        out["vs_numpy"] = ms["numpy"] / ms["pypto"]
+    return out
+
+
+def _add_cost(rec: dict, ctx: Context, roofs) -> None:
+    try:
+        from .cost import op_cost
+    except ImportError:
+        return
+    try:
+        cost = op_cost(ctx.op.name, ctx.dims, ctx.params, ctx.dtypes)
+    except Exception as e:  # a cost the model cannot state is left out, not guessed
+        rec["cost"] = {"error": str(e)[:200]}
+        return
+    rec["cost"] = {"flops": cost.flops, "bytes": cost.bytes, "note": cost.note}
+    if roofs is None or rec.get("pypto_ms") is None:
+        return
+    from .roofline import place
+
+    rec["roofline"] = {n: place(cost, r["median_ms"], roofs) for n, r in rec["results"].items()}
+
+
+# -- the whole run ------------------------------------------------------------------------------
+
+def select(items: Sequence[Item], ops: Iterable[str], groups: Iterable[str]) -> list[Item]:
+    ops, groups = set(ops), set(groups)
+    known = {i.op for i in items}
+    missing = ops - known
+    if missing:
+        from ..ops import get_op
+
+        for name in missing:
+            get_op(name)  # UnknownOpError with suggestions for a misspelt name
+        raise ParamError(f"op(s) {', '.join(sorted(missing))} are not in the suite; the suite has "
+                         f"{', '.join(sorted(known))} (or give --shape to measure any op)")
+    return [i for i in items if (not ops or i.op in ops) and i.group in groups]
+
+
+def parse_compare(text: str) -> set[str]:
+    names = {p.strip() for p in text.split(",") if p.strip()}
+    unknown = names - set(PEERS)
+    if unknown:
+        raise ParamError(f"--compare: unknown peer(s) {', '.join(sorted(unknown))}; choose from {', '.join(PEERS)}")
+    return names
+
+
+def validate_report(report: Mapping[str, Any]) -> None:
+    """Raises jsonschema.ValidationError when ``report`` does not follow ``report_schema.json``."""
+    import jsonschema
+
+    with open(os.path.join(os.path.dirname(__file__), "report_schema.json")) as f:
+        schema = json.load(f)
+    jsonschema.validate(report, schema)
+
+
+def new_report(compare: set[str], roofs=None) -> dict[str, Any]:
+    return {"format": FORMAT, "tool": "pypto bench", "compare": sorted(compare),
+            "machine": machine_info(), "roofs": _roofs_json(roofs), "items": []}
+
+
+def _roofs_json(roofs) -> dict | None:
+    if roofs is None:
+        return None
+    return roofs.to_json() if hasattr(roofs, "to_json") else dataclasses.asdict(roofs)
+
+
+# -- presentation -------------------------------------------------------------------------------
+
+COLUMNS = ("pypto", "pypto-default", "numpy", "torch", "torch-compile") + AUTOS
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The results as a Markdown table: milliseconds (median), spread, and the ratios."""
+    items = report["items"]
+    cols = [c for c in COLUMNS if any(c in it["results"] for it in items)]
+    head = ["op", "shape"] + cols + ["best peer", "vs best peer", "vs NumPy"]
+    extra = any("roofline" in it for it in items)
+    if extra:
+        head.append("PyPTO roofline")
+    if any("memory" in it for it in items):
+        head.append("peak MiB PyPTO / NumPy / torch")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for it in items:
+        row = [it["op"], it["shape"] + (" " + ",".join(f"{k}={v}" for k, v in sorted(it["params"].items())
+                                                       if k in _shown_params(it)) if _shown_params(it) else "")]
+        for c in cols:
+            r = it["results"].get(c)
+            if r is None:
+                row.append("x" if c in it["errors"] else "-")
+            else:
+                row.append(_ms(r["median_ms"]) + (f" ±{r['spread'] * 100:.0f}%" if r["spread"] >= 0.1 else ""))
+        row.append(it["best_peer"] or "-")
+        row.append(f"{it['vs_best_peer']:.2f}x" if it.get("vs_best_peer") else "-")
+        row.append(f"{it['vs_numpy']:.2f}x" if it.get("vs_numpy") else "-")
+        if extra:
+            p = (it.get("roofline") or {}).get("pypto")
+            row.append(f"{p['fraction'] * 100:.0f}% of {p['bound']}" if p else "-")
+        if "memory" in it or any("memory" in i for i in items):
+            row.append(_memory_cell(it.get("memory")))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _shown_params(it) -> dict:
+    """Params that differ from the op's defaults (to keep the table short)."""
+    from ..ops import get_op
+
+    try:
+        defaults = get_op(it["op"]).resolve_params({})
+    except Exception:
+        return dict(it["params"])
+    return {k: v for k, v in it["params"].items() if defaults.get(k) != v}
+
+
+def _memory_cell(mem) -> str:
+    if not mem:
+        return "-"
+
+    def mib(name):
+        v = (mem.get(name) or {}).get("peak_rss_bytes")
+        return "-" if v is None else f"{v / 2**20:.0f}"
+    return " / ".join(mib(n) for n in ("pypto", "numpy", "torch"))
+
+
+def text_table(report: Mapping[str, Any]) -> str:
+    """A compact plain-text table for the terminal."""
+    out = []
+    for it in report["items"]:
+        out.append(f"{it['op']} {it['shape']}")
+        best = min((r["median_ms"] for r in it["results"].values()), default=None)
+        for n, r in sorted(it["results"].items(), key=lambda kv: kv[1]["median_ms"]):
+            mark = "*" if r["median_ms"] == best else " "
+            comp = f"  compile {r['compile_s']:.2f} s" if r.get("compile_s") is not None else ""
+            out.append(f"  {mark} {n:<15} {r['median_ms']:10.4f} ms  ±{r['spread'] * 100:4.1f}%  "
+                       f"({r['label']}){comp}")
+        for n, why in it["errors"].items():
+            out.append(f"  x {n:<15} not timed: {why}")
+        if it.get("vs_best_peer"):
+            out.append(f"    PyPTO vs best peer ({it['best_peer']}): {it['vs_best_peer']:.2f}x"
+                       + (f"; vs NumPy {it['vs_numpy']:.2f}x" if it.get("vs_numpy") else ""))
+    return "\n".join(out)
+
+
+# -- compile cost -------------------------------------------------------------------------------
+
+_FIRST_RESULT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import pypto
+from pypto.bench.harness import Context, Item
+from pypto.compiler.jit import get_kernel
+from pypto.runtime import run_kernel
+item = Item(**json.loads(sys.argv[1]))
+t1 = time.perf_counter()
+ctx = Context(item)
+t2 = time.perf_counter()
+k = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims)
+t3 = time.perf_counter()
+run_kernel(k, ctx.op, ctx.arrays, ctx.dims)
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "inputs_s": t2 - t1, "compile_s": t3 - t2, "first_call_s": t4 - t3,
+                  "first_result_s": (t1 - t0) + (t4 - t2), "source": k.source, "loaded": bool(k.disk)}))
+"""
+
+
+def compile_cost(item: Item, *, timeout: float = 600.0) -> dict[str, Any]:
+    """Cold and warm start of one item, each in a fresh process.
+
+    Cold: an empty compile cache, so the kernel is compiled (the time a first call costs). Warm:
+    the cache the cold run filled, so the kernel is loaded. ``first_result_s`` counts importing
+    PyPTO, compiling or loading, and the first call; making the inputs is left out.
+    """
+    import subprocess
+    import sys
+    import tempfile
+
+    arg = json.dumps(dataclasses.asdict(item))
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="pypto-cc-") as cache:
+        env = dict(os.environ, PYPTO_CACHE_DIR=cache)
+        for phase in ("cold", "warm"):
+            try:
+                p = subprocess.run([sys.executable, "-c", _FIRST_RESULT, arg], env=env, capture_output=True,
+                                   text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                out[phase] = {"error": f"no result within {timeout:.0f} s"}
+                continue
+            if p.returncode != 0:
+                out[phase] = {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:300]}
+                continue
+            out[phase] = json.loads(p.stdout.strip().splitlines()[-1])
+    return out

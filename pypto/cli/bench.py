@@ -1,0 +1,181 @@
+"""``pypto bench``: ops side by side with NumPy, PyTorch and Halide's autoschedulers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from ..errors import ParamError
+from .common import dtype_option, param_option, parse_params
+
+
+def _autoschedule_dir(given: str | None) -> str:
+    if given:
+        return given
+    from ..bench.harness import default_suite_path
+
+    suite = default_suite_path()
+    if suite:
+        return os.path.join(os.path.dirname(suite), "autoschedules")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pypto", "autoschedules")
+
+
+def replace_block(path: str, name: str, text: str) -> None:
+    """Replaces the text between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` in ``path``."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    with open(path, encoding="utf-8") as f:
+        doc = f.read()
+    i, j = doc.find(start), doc.find(end)
+    if i < 0 or j < i:
+        raise ParamError(f"{path} has no '{start}' ... '{end}' block to fill")
+    doc = doc[:i + len(start)] + "\n" + text.rstrip() + "\n" + doc[j:]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(doc)
+    os.replace(tmp, path)
+
+
+@click.command()
+@click.argument("ops", nargs=-1)
+@click.option("--suite", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Suite file (default: benchmarks/suite.json of this source tree).")
+@click.option("--shape", default=None, help="Measure the one OP at this shape instead of the suite's.")
+@dtype_option
+@param_option
+@click.option("--sizes/--no-sizes", default=True, show_default=True,
+              help="Include the suite's size sweep (smaller and larger shapes).")
+@click.option("--compare", default="numpy,torch,halide", show_default=True,
+              help="Peers: numpy, torch, torch-compile, halide (Adams2019, Mullapudi2016, Li2018).")
+@click.option("--autoschedules", default=None, type=click.Path(file_okay=False),
+              help="Database of autoscheduler schedules (default: benchmarks/autoschedules).")
+@click.option("--no-autoschedule-missing", is_flag=True,
+              help="Do not run an autoscheduler for shapes missing from that database.")
+@click.option("--roofline", "roofline", is_flag=True, help="Measure the machine's roofs and place every op.")
+@click.option("--memory", is_flag=True, help="Peak memory of one call per implementation (fresh processes).")
+@click.option("--compile-cost", is_flag=True, help="Cold compile and time to first result (fresh processes).")
+@click.option("--quick", is_flag=True, help="Fewer timing rounds (for a first look, not for records).")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="Write the report as JSON.")
+@click.option("--from-json", "from_json", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Render an earlier report instead of measuring.")
+@click.option("--plot", default=None, type=click.Path(dir_okay=False), help="Bar chart of speedups over NumPy (PNG).")
+@click.option("--roofline-plot", default=None, type=click.Path(dir_okay=False), help="Roofline chart (PNG).")
+@click.option("--markdown", is_flag=True, help="Print a Markdown table instead of the text table.")
+@click.option("--readme", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Write the Markdown table into this file's <!-- bench:start/end --> block.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_autoschedule_missing,
+          roofline, memory, compile_cost, quick, json_out, from_json, plot, roofline_plot, markdown, readme,
+          no_progress):
+    """Measure OPS (default: the whole suite) side by side with their peers, verified first.
+
+    Every implementation's output is compared with the op's NumPy reference before it is timed;
+    one that differs is reported and left out. The rest run interleaved in this process, and the
+    median of the rounds is reported with its spread. NumPy runs with OPENBLAS_CORETYPE and
+    OPENBLAS_L2_SIZE unset (the command restarts itself without them).
+    """
+    from ..bench import harness
+
+    if from_json:
+        with open(from_json) as f:
+            report = json.load(f)
+        harness.validate_report(report)
+    else:
+        report = _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autoschedules,
+                          no_autoschedule_missing, roofline, memory, compile_cost, quick, no_progress,
+                          json_out)
+    table = harness.markdown(report)
+    click.echo(table if markdown else harness.text_table(report))
+    if readme:
+        m = report["machine"]
+        head = (f"Measured by `pypto bench` on {m['cpu']} ({m['cores']} cores), {m['date'][:10]}; "
+                f"Python {m['python']}, Halide {m['halide']}, NumPy {m['numpy']} ({m['blas']})"
+                + (f", PyTorch {m['torch']}" if m.get("torch") else "") + ". Milliseconds, median of "
+                "interleaved rounds (± spread when over 10%); ratios above 1 mean PyPTO is faster; "
+                "x = output did not match the reference, so not timed.")
+        replace_block(readme, "bench", head + "\n\n" + table)
+        click.echo(f"wrote the table into {readme}", err=True)
+    if plot:
+        from ..bench.plots import plot_speedups
+
+        click.echo(f"wrote {plot_speedups(report, plot)}", err=True)
+    if roofline_plot:
+        _roofline_plot(report, roofline_plot)
+
+
+def _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_missing,
+             roofline, memory, compile_cost, quick, no_progress, json_out):
+    peers = harness.parse_compare(compare)
+    if shape:
+        if len(ops) != 1:
+            raise click.UsageError("--shape measures one op: give exactly one OP")
+        items = [harness.Item(op=ops[0], shape=shape, params=parse_params(params), dtype=dtype, group="given")]
+    else:
+        if params or dtype:
+            raise click.UsageError("--param and --dtype go with --shape; suite items carry their own")
+        path = suite or harness.default_suite_path()
+        if path is None:
+            raise click.UsageError("no suite file here: give --suite FILE, or OP --shape ...")
+        items = harness.select(harness.load_suite(path, sizes=sizes), ops, ("suite", "size") if sizes else ("suite",))
+    roofs = None
+    if roofline:
+        from ..bench.roofline import measure_roofs
+
+        click.echo("measuring the machine's roofs ...", err=True)
+        roofs = measure_roofs(quick=quick)
+    report = harness.new_report(peers, roofs)
+    timing = {"min_rounds": 3, "max_rounds": 7, "budget_s": 5.0} if quick else {}
+    adir = _autoschedule_dir(autoschedules)
+    from tqdm import tqdm
+
+    bar = tqdm(items, desc="bench", unit="op", file=sys.stderr, disable=no_progress, dynamic_ncols=True)
+    for item in bar:
+        bar.set_postfix_str(item.label[:60])
+        rec = harness.run_item(item, compare=peers, autoschedule_db=adir, compute_missing=not no_missing,
+                               timing=timing, roofs=roofs, log=lambda s: tqdm.write(s, file=sys.stderr))
+        if memory:
+            rec["memory"] = _memory(item, peers)
+        if compile_cost:
+            rec["compile"] = harness.compile_cost(item)
+        report["items"].append(rec)
+        if json_out:  # written after every item, so an interrupted run keeps what it measured
+            _write_json(report, json_out)
+    bar.close()
+    harness.validate_report(report)
+    if json_out:
+        _write_json(report, json_out)
+    return report
+
+
+def _memory(item, peers) -> dict:
+    from ..bench.memory import peak_memory
+
+    out = {}
+    for impl in ("pypto", "numpy", "torch"):
+        if impl != "pypto" and impl not in peers:
+            continue
+        try:
+            res = peak_memory(impl, item.op, item.shape, item.params, item.dtype)
+        except Exception as e:  # a failed measurement is reported in the record, not fatal
+            out[impl] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            continue
+        out[impl] = res.to_json() if hasattr(res, "to_json") else res
+    return out
+
+
+def _write_json(report, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _roofline_plot(report, path: str) -> None:
+    from ..bench.roofline import plot_roofline
+
+    if not report.get("roofs"):
+        raise click.UsageError("--roofline-plot needs the roofs: add --roofline (or a report made with it)")
+    click.echo(f"wrote {plot_roofline(report, path)}", err=True)
