@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from . import ops
+from .bench.profile import profile
 from .compiler.targets import target
 from .database import add_path as add_schedule_path
 from .database import explain
@@ -26,5 +27,5 @@ __all__ = [
     "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
     "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__",
     "add_schedule_path", "explain", "get_op",
-    "list_ops", "op", "ops", "target",
+    "list_ops", "op", "ops", "profile", "target",
 ]

@@ -11,7 +11,7 @@ def test_public_api_is_pinned():
         "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",
         "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__",
-        "add_schedule_path", "explain", "get_op", "list_ops", "op", "ops", "target"])
+        "add_schedule_path", "explain", "get_op", "list_ops", "op", "ops", "profile", "target"])
     for name in pypto.__all__:
         assert hasattr(pypto, name), name
 

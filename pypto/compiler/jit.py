@@ -9,6 +9,7 @@ from typing import Any
 
 import halide as hl
 
+from ..bench.profile import active as _profiling
 from ..errors import CompileError, ScheduleError
 from ..schedule.apply import apply_schedule
 from ..schedule.defaults import default_schedule
@@ -94,7 +95,17 @@ def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Map
     """The compiled kernel for a call, from the in-memory cache when possible.
 
     Without an explicit ``schedule`` the schedule database is consulted, then the default.
+    Inside ``pypto.profile()`` the kernel is compiled with Halide's profiler and reports each call.
     """
+    prof = _profiling()
+    if prof is not None:
+        t = prof.target_for(target or targets.current())
+        return prof.observe(_get_kernel(op, dtypes, params, dims, schedule=schedule, target=t),
+                            op, dtypes, dims)
+    return _get_kernel(op, dtypes, params, dims, schedule=schedule, target=target)
+
+
+def _get_kernel(op, dtypes, params, dims, *, schedule=None, target=None) -> Kernel:
     target = target or targets.current()
     tkey = str(target)
     pkey = _params_key(params)
