@@ -44,6 +44,7 @@ class Item:
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     dtype: str | None = None
     group: str = "suite"
+    compare: list[str] | None = None   # peers this item is limited to (None: all asked for)
 
     @property
     def label(self) -> str:
@@ -80,8 +81,11 @@ def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
             params = it.get("params") or {}
             if not isinstance(params, dict):
                 raise ParamError(f"{path}: {key}[{i}].params must be an object")
+            limit = it.get("compare")
+            if limit is not None and (not isinstance(limit, list) or set(limit) - set(PEERS)):
+                raise ParamError(f"{path}: {key}[{i}].compare must be a list of {', '.join(PEERS)}")
             items.append(Item(op=it["op"], shape=it["shape"], params=dict(params),
-                              dtype=it.get("dtype"), group=group))
+                              dtype=it.get("dtype"), group=group, compare=limit))
     return items
 
 
@@ -324,6 +328,8 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
     from .timing import compare as time_side_by_side
 
     ctx = Context(item, target)
+    if item.compare is not None:
+        compare = compare & set(item.compare)
     cands, skipped = pypto_candidates(ctx)
     more, why = peer_candidates(ctx, compare)
     cands.update(more)

@@ -39,7 +39,7 @@ def _ms_of(item: Mapping[str, Any], series: str) -> float | None:
     return res[series]["median_ms"] if series in res else None
 
 
-def plot_speedups(report: Mapping[str, Any], path: str, *, groups: Sequence[str] = ("suite",)) -> str:
+def plot_speedups(report: Mapping[str, Any], path: str, *, groups: Sequence[str] = ("suite", "given")) -> str:
     """Bar chart: speedup over NumPy (NumPy time / time) of PyPTO and each peer, per suite item."""
     plt = _plt()
     items = [it for it in report["items"] if it["group"] in groups and "numpy" in it["results"]]

@@ -1,0 +1,203 @@
+"""`pypto bench` and `pypto study`: verification before timing, the report's schema, charts.
+
+Tiny shapes and few rounds: these tests check the harness, never a speed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import jsonschema
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pypto.bench import harness, peers
+from pypto.bench.harness import Candidate, Context, Item
+from pypto.cli.main import cli
+
+QUICK = {"min_rounds": 3, "max_rounds": 3, "budget_s": 2.0}
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def report():
+    rep = harness.new_report({"numpy"})
+    for item in (Item("softmax", "R=8,C=33", group="given"), Item("matmul", "M=9,K=7,N=5", group="suite"),
+                 Item("sum", "O=3,R=100", group="size")):
+        rep["items"].append(harness.run_item(item, compare={"numpy"}, timing=QUICK))
+    return rep
+
+
+def test_items_are_verified_then_timed(report):
+    for it in report["items"]:
+        assert set(it["results"]) == {"pypto", "numpy"}, it
+        for r in it["results"].values():
+            assert r["median_ms"] > 0 and r["n"] >= 3
+            assert r["max_rel_error"] < 1e-3
+        assert it["vs_numpy"] == pytest.approx(it["results"]["numpy"]["median_ms"] / it["results"]["pypto"]["median_ms"])
+
+
+def test_report_follows_the_schema(report):
+    harness.validate_report(report)
+    bad = json.loads(json.dumps(report))
+    bad["items"][0]["results"]["pypto"]["median_ms"] = -1.0
+    with pytest.raises(jsonschema.ValidationError):
+        harness.validate_report(bad)
+    del bad["machine"]
+    with pytest.raises(jsonschema.ValidationError):
+        harness.validate_report(bad)
+
+
+def test_a_wrong_candidate_is_reported_and_never_timed():
+    ctx = Context(Item("softmax", "R=4,C=16"))
+    right = ctx.want[0]
+    cands = {
+        "good": Candidate(fn=lambda: None, label="good", outputs=lambda: [right.copy()]),
+        "wrong": Candidate(fn=lambda: None, label="wrong", outputs=lambda: [right + 0.01]),
+        "shape": Candidate(fn=lambda: None, label="shape", outputs=lambda: [right[:2]]),
+        "nan": Candidate(fn=lambda: None, label="nan", outputs=lambda: [np.full_like(right, np.nan)]),
+        "raises": Candidate(fn=lambda: None, label="raises", outputs=lambda: 1 / 0),
+    }
+    good, bad, errs = harness.verify(ctx, cands)
+    assert list(good) == ["good"] and errs["good"] == 0.0
+    assert "max error" in bad["wrong"]
+    assert "shape" in bad["shape"]
+    assert "NaN" in bad["nan"]
+    assert "ZeroDivisionError" in bad["raises"]
+
+
+def test_numpy_peers_match_the_references():
+    for name, shape, params in [("conv2d", "N=1,C=4,H=7,W=9,O=3,CG=4,KH=3,KW=3", {"pad_h": 1, "stride_w": 2}),
+                                ("depthwise_conv2d", "N=1,C=5,H=8,W=8,M=1,KH=3,KW=3", {"pad_h": 1, "pad_w": 1}),
+                                ("box_blur", "B=2,H=9,W=7", {"size": 5}),
+                                ("layer_norm", "R=3,C=17", {}),
+                                ("scaled_dot_product_attention", "B=1,H=2,S=5,L=6,D=4,E=3", {})]:
+        ctx = Context(Item(name, shape, params))
+        fn, label = peers.numpy_peer(name, ctx.arrays, ctx.params)
+        assert label == "numpy"
+        good, bad, _ = harness.verify(ctx, {"numpy": Candidate(fn, label, lambda fn=fn: [np.asarray(fn())])})
+        assert "numpy" in good, bad
+
+
+def test_ops_without_a_fast_numpy_form_use_the_reference():
+    ctx = Context(Item("sobel", "B=1,H=8,W=8"))
+    fn, label = peers.numpy_peer("sobel", ctx.arrays, ctx.params)
+    assert label == "numpy (reference)"
+    np.testing.assert_array_equal(fn(), ctx.want[0])
+
+
+def test_markdown_and_text_tables(report):
+    md = harness.markdown(report)
+    lines = md.splitlines()
+    assert lines[0].startswith("| op | shape | pypto | numpy |")
+    assert len(lines) == 2 + len(report["items"])
+    assert lines[2].startswith("| softmax | R=8,C=33 | ")
+    assert lines[2].rstrip(" |").endswith("x")  # the vs-NumPy ratio
+    text = harness.text_table(report)
+    assert "PyPTO vs best peer (numpy)" in text
+
+
+def test_speedup_chart_is_a_png(report, tmp_path):
+    from pypto.bench.plots import plot_speedups
+
+    path = plot_speedups(report, str(tmp_path / "s.png"), groups=("suite", "given", "size"))
+    data = open(path, "rb").read()
+    assert data.startswith(PNG) and len(data) > 5000
+
+
+def test_cli_measures_writes_json_and_plots(tmp_path):
+    out, png = tmp_path / "r.json", tmp_path / "r.png"
+    r = run("bench", "swiglu", "--shape", "R=4,C=16", "--compare", "numpy", "--quick", "--no-progress",
+            "--json", str(out), "--plot", str(png), "--markdown")
+    assert r.exit_code == 0, r.output
+    rep = json.loads(out.read_text())
+    harness.validate_report(rep)
+    assert rep["items"][0]["op"] == "swiglu" and rep["items"][0]["group"] == "given"
+    assert "| swiglu | R=4,C=16 |" in r.output
+    assert png.read_bytes().startswith(PNG)
+    again = run("bench", "--from-json", str(out), "--markdown")
+    assert again.exit_code == 0 and "| swiglu | R=4,C=16 |" in again.output
+
+
+def test_cli_fills_a_readme_block(tmp_path):
+    out, readme = tmp_path / "r.json", tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:start -->\nold\n<!-- bench:end -->\nrest\n")
+    assert run("bench", "exp", "--shape", "N=64", "--compare", "numpy", "--quick", "--no-progress",
+               "--json", str(out)).exit_code == 0
+    r = run("bench", "--from-json", str(out), "--readme", str(readme))
+    assert r.exit_code == 0, r.output
+    text = readme.read_text()
+    assert "old" not in text and "| exp | N=64 |" in text and text.endswith("<!-- bench:end -->\nrest\n")
+    assert "Measured by `pypto bench`" in text
+
+
+def test_cli_errors_are_clear(tmp_path):
+    r = CliRunner().invoke(cli, ["bench", "softmax", "--shape", "R=4,C=4", "--compare", "numpy,tensorflow"])
+    assert r.exit_code == 2 and "unknown peer(s) tensorflow" in r.output
+    r = CliRunner().invoke(cli, ["bench", "softmax", "matmul", "--shape", "R=4,C=4"])
+    assert r.exit_code == 2 and "exactly one OP" in r.output
+    suite = tmp_path / "s.json"
+    suite.write_text('{"ops": [{"op": "softmax", "shape": "R=4,C=4"}]}')
+    r = CliRunner().invoke(cli, ["bench", "--suite", str(suite), "matmul"])
+    assert r.exit_code == 2 and "not in the suite" in r.output
+    suite.write_text('{"ops": [{"op": "softmax"}]}')
+    r = CliRunner().invoke(cli, ["bench", "--suite", str(suite)])
+    assert r.exit_code == 2 and "ops[0] needs a string 'op' and a string 'shape'" in r.output
+    r = CliRunner().invoke(cli, ["bench", "--from-json", str(suite)])
+    assert r.exit_code != 0
+
+
+def test_shipped_suite_loads_with_its_size_sweep():
+    items = harness.load_suite(harness.default_suite_path())
+    groups = {i.group for i in items}
+    assert groups == {"suite", "size"}
+    ops = {i.op for i in items if i.group == "suite"}
+    for op in ops:  # every suite op has at least one smaller or larger shape
+        assert any(i.op == op and i.group == "size" for i in items), op
+
+
+@pytest.mark.slow
+def test_bench_restarts_itself_without_the_openblas_variables(tmp_path):
+    out = tmp_path / "r.json"
+    env = dict(os.environ, OPENBLAS_CORETYPE="Haswell", OPENBLAS_L2_SIZE="262144")
+    p = subprocess.run([sys.executable, "-m", "pypto.cli.main", "bench", "add", "--shape", "R=4,C=8",
+                        "--compare", "numpy", "--quick", "--no-progress", "--json", str(out)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(out.read_text())["machine"]["openblas_env_unset"] is True
+
+
+def test_compile_cost_cold_then_warm():
+    cc = harness.compile_cost(Item("exp", "N=1000"))
+    assert cc["cold"]["compile_s"] > 0 and cc["cold"]["first_result_s"] >= cc["cold"]["compile_s"]
+    assert cc["warm"]["source"] == "default"
+
+
+def test_study_history_and_convergence_chart(tmp_path):
+    import optuna
+
+    from autotune.history import histories
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    s = optuna.create_study(study_name="toy|float32|N=8||x86|ff", storage=url)
+    s.add_trial(optuna.trial.create_trial(value=4.0, user_attrs={"baseline": "default"}))
+    s.add_trial(optuna.trial.create_trial(value=5.0, user_attrs={"baseline": "adams2019"}))
+    for v in (6.0, 3.0, 3.5, 2.0):
+        s.add_trial(optuna.trial.create_trial(value=v))
+    s.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL))
+    (h,) = histories(url)
+    assert h["best_baseline_ms"] == 4.0 and h["best_ms"] == 2.0 and h["n_failed"] == 1
+    assert [c["best_ms"] for c in h["curve"]] == [4.0, 4.0, 4.0, 3.0, 3.0, 2.0, 2.0]
+    png, js = tmp_path / "c.png", tmp_path / "h.json"
+    r = run("study", "--storage", url, "--plot", str(png), "--json", str(js))
+    assert r.exit_code == 0, r.output
+    assert "2.00x" in r.output and png.read_bytes().startswith(PNG)
+    assert json.loads(js.read_text())[0]["study"] == "toy|float32|N=8||x86|ff"
+    r = CliRunner().invoke(cli, ["study", "--storage", str(tmp_path / "missing.db")])
+    assert r.exit_code == 2 and "no tuning study database" in r.output
