@@ -191,7 +191,7 @@ def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Sched
     if target.has_gpu_feature():
         from .gpu import gpu_default
 
-        directives = gpu_default(built, dims)
+        directives = gpu_default(built, dims, target)
     elif built.op.name in _TEMPLATES:
         directives = _TEMPLATES[built.op.name](built, dims, lanes)
     else:
