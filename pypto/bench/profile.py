@@ -222,7 +222,7 @@ def combine(blocks: Sequence[_Block]) -> dict:
     sampled = sum(weight.values())
     funcs = []
     for name, w in weight.items():
-        pct = 100.0 * w / sampled if sampled else 0.0
+        pct = min(100.0, 100.0 * w / sampled) if sampled else 0.0
         thr = threads.get(name)
         avg_thr = None
         if thr:
