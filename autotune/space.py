@@ -350,6 +350,10 @@ def template_seed(op_name: str) -> dict[str, Any] | None:
 
 
 def space_for(built, dims: Mapping[str, int], target) -> Space:
+    if target.has_gpu_feature():  # blocks, threads and shared memory instead of vectors and cores
+        from .gpu_space import gpu_space_for
+
+        return gpu_space_for(built, dims, target)
     dtype = built.out_dtypes[0]
     lanes = vector_lanes(target, dtype if dtype != "bool" else "uint8")
     hints = getattr(built.op, "tune_hints", None) or {}

@@ -338,7 +338,7 @@ class Tuner:
             if final:
                 self._add_baselines(study, ev)
                 self._seed_from_nearest(study, storage)
-                seed = template_seed(self.op.name)
+                seed = None if self.target.has_gpu_feature() else template_seed(self.op.name)
                 if seed and not any("plan" in t.params for t in study.get_trials(deepcopy=False)):
                     study.enqueue_trial(seed, skip_if_exists=True)
             searched = [t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs
