@@ -1,0 +1,116 @@
+"""Every op with its default GPU schedule, run on OpenCL (PoCL on the CPU) and checked against NumPy.
+
+Shapes are tiny (each kernel is compiled by PoCL, about a second each); a second set of shapes
+makes each specialised GPU family (row reduction, full reduction, matrix product) be chosen, with
+rows longer than a block and matrices larger than a tile with ragged edges.
+"""
+
+from __future__ import annotations
+
+import halide as hl
+import pytest
+
+import pypto
+from helpers import assert_close
+from pypto.bench.inputs import complete_dims, make_inputs
+from pypto.compiler import targets
+from pypto.compiler.lower import build
+from pypto.runtime import observe
+from pypto.schedule.gpu import gpu_family, gpu_limits
+
+#: Parameters for ops that have required ones (small, valid values).
+PARAMS = {
+    "anchor_boxes": dict(feat_h=2, feat_w=3, stride_h=16.0, stride_w=16.0),
+    "resize_bilinear": dict(height=5, width=7),
+    "roi_align": dict(pooled_height=2, pooled_width=3),
+    "avg_pool2d": dict(kernel_h=2, kernel_w=3),
+    "max_pool2d": dict(kernel_h=2, kernel_w=3),
+    "dequantize": dict(scale=0.5, zero_point=3),
+    "quantize": dict(scale=0.5, zero_point=3),
+    "requantize": dict(scale=0.5, zero_point=3),
+}
+#: Shapes that the op's example cannot be shrunk to by clipping each dim.
+SHAPES = {"lstm_cell": {"B": 2, "IN": 5, "HID": 4, "G": 16}}
+#: Largest extent of any dim in the all-ops run.
+SMALL = 20
+
+#: (op, shape, the GPU family its default schedule must use).
+FAMILY_CASES = [
+    ("matmul", {"M": 70, "N": 45, "K": 37}, "matmul"),
+    ("batch_matmul", {"B": 2, "M": 40, "N": 33, "K": 20}, "matmul"),
+    ("linear", {"R": 40, "I": 20, "O": 36}, "matmul"),
+    ("quantized_matmul", {"M": 33, "N": 40, "K": 19}, "matmul"),
+    ("softmax", {"R": 3, "C": 700}, "row_reduction"),
+    ("log_softmax", {"R": 3, "C": 300}, "row_reduction"),
+    ("layer_norm", {"R": 3, "C": 300}, "row_reduction"),
+    ("rms_norm", {"R": 3, "C": 300}, "row_reduction"),
+    ("sum", {"O": 5, "R": 300}, "row_reduction"),
+    ("argmax", {"O": 5, "R": 300}, "row_reduction"),
+    ("var", {"O": 5, "R": 300}, "row_reduction"),
+    ("sum", {"O": 1, "R": 20000}, "full_reduction"),
+    ("argmin", {"O": 2, "R": 20000}, "full_reduction"),
+    ("logsumexp", {"O": 1, "R": 20000}, "full_reduction"),
+]
+
+
+def small_case(op) -> tuple[dict, dict]:
+    """(params, dims) of a tiny call of ``op``."""
+    params = op.resolve_params(PARAMS.get(op.name, {}))
+    shape = SHAPES.get(op.name) or {d: min(v, SMALL) for d, v in (op.example or {}).items()}
+    if not shape:
+        shape = {d: 4 for d in op.input_dims}
+    return params, complete_dims(op, shape, params)
+
+
+def _opencl_device() -> bool:
+    try:
+        return bool(hl.host_supports_target_device(targets.parse("opencl")))
+    except Exception:
+        return False
+
+
+needs_opencl = pytest.mark.skipif(not _opencl_device(), reason="needs an OpenCL device (PoCL)")
+
+
+def _run_and_check(op, dtypes, params, dims):
+    ins = make_inputs(op, dtypes, dims, params)
+    want = op.kernel_ref(*ins, **params)
+    with observe() as calls, pypto.target("opencl"):
+        got = op.kernel(*ins, **params)
+    assert calls and "opencl" in calls[-1][4].target, "the call did not run on the OpenCL target"
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert_close(g, w, err_msg=f"{op.name} {dtypes} {dims}")
+
+
+@pytest.mark.opencl
+@needs_opencl
+@pytest.mark.parametrize("name", [o.name for o in pypto.list_ops()])
+def test_every_op_on_opencl_matches_numpy(name):
+    op = pypto.get_op(name)
+    params, dims = small_case(op)
+    _run_and_check(op, op.dtypes[0], params, dims)
+
+
+@pytest.mark.opencl
+@needs_opencl
+@pytest.mark.parametrize("name", ["add", "softmax", "sum", "matmul", "transpose"])
+def test_second_dtype_on_opencl_matches_numpy(name):
+    op = pypto.get_op(name)
+    params, dims = small_case(op)
+    _run_and_check(op, op.dtypes[1], params, dims)
+
+
+@pytest.mark.opencl
+@needs_opencl
+@pytest.mark.parametrize("name,shape,family", FAMILY_CASES,
+                         ids=[f"{n}-{f}-{'x'.join(map(str, s.values()))}" for n, s, f in FAMILY_CASES])
+def test_gpu_family_schedules_on_opencl_match_numpy(name, shape, family):
+    op = pypto.get_op(name)
+    params = op.resolve_params({})
+    dims = complete_dims(op, shape, params)
+    built = build(op, op.dtypes[0], params)
+    assert gpu_family(built, dims, gpu_limits("opencl")) == family
+    _run_and_check(op, op.dtypes[0], params, dims)
