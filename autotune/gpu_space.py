@@ -534,9 +534,8 @@ class GpuSpace:
             out.append(D("compute_at", name, at=a, var=self.at_thread))
             region = self.region(name, {}, "thread")
             small = all(e is not None for e in region) and int(np.prod(region or [1])) <= MAX_REG_BODY
-            if small and self._choose(t, f"{name}.regs", [True, False]):
+            if small and self._choose(t, f"{name}.unroll_pure", [True, False]):
                 out += [D("unroll", name, var=v) for v, e in zip(info.args, region) if e > 1]
-                out.append(D("store_in", name, memory="register"))
         for u, rvars in enumerate(info.updates):
             strat, knobs = strategies[u] if u < len(strategies) else ("serial", {"unroll": 1})
             out += self._reduce(info, u, lv, strat, knobs, t)

@@ -102,7 +102,8 @@ def test_the_space_offers_shared_staging_and_thread_reductions():
     lim = GpuLimits("cuda", 256, 48 * 1024, 32)
     sp = GpuSpace(build(op, dtypes, params), dims, lim)
     s = sp.sample(FixedPoint({"tx": 16, "ty": 4, "rx": 1, "ry": 2, "rowmax.at": "block",
-                              "rowmax.u0.strategy": "rfactor", "e.at": "thread", "stage.x.e": "block"}))
+                              "rowmax.u0.strategy": "rfactor", "e.at": "thread", "rowsum.at": "thread",
+                              "inv.at": "inline", "stage.x.e": "block"}))
     ops = [(d.op, d.func) for d in s.directives]
     assert ("rfactor", "rowmax") in ops and ("wrap", "x") in ops
     rows = 4 * 2  # ty * ry rows of the output per block
