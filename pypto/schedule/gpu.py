@@ -132,7 +132,7 @@ def gpu_family(built, dims: Mapping[str, int], lim: GpuLimits = SAFE_LIMITS) -> 
     from .gpu_families import choose
 
     found = choose(built, dims, lim)
-    return found[0] if found else "generic"
+    return found[0] if found and _applies(built, found[1]) else "generic"
 
 
 def gpu_default(built, dims: Mapping[str, int], target: hl.Target | None = None) -> list[Directive]:

@@ -199,10 +199,11 @@ def _matmul_shape(built, dims, lim: GpuLimits):
         info = built.funcs.get(c)
         if info is None:
             continue
+        # A wrapper's loops: an input's are _0, _1...; a Func's keep its own names.
         if info.is_input and ranks.get(c, 0) >= 2:
-            staged.append(c[:-3])
+            staged.append((c[:-3], ("_0", "_1")))
         elif not info.is_input and not info.updates and len(info.args) >= 2:
-            staged.append(c)
+            staged.append((c, info.args[:2]))
     tile_bytes = 2 * BLOCK * KSTEP * max(_itemsize(t) for t in built.dtypes)
     if not staged or len(staged) * tile_bytes // 2 > lim.shared_bytes:
         return None
@@ -237,15 +238,15 @@ def matmul(built, dims, lim: GpuLimits, shape) -> list[Directive]:
         D("gpu_threads", acc.name, 1, vars=["xt", "yt"]),
         D("unroll", acc.name, 1, var="xr"), D("unroll", acc.name, 1, var="yr"),
     ]
-    for src in staged:
+    for src, (a, b) in staged:
         s = f"{src}_s"
         ds += [
             D("wrap", src, consumer=acc.name, **{"as": s}),
             D("compute_at", s, at=acc.name, var="ko"),
             D("store_in", s, memory="gpu_shared"),
-            D("tile", s, x="_0", y="_1", xo="_0o", yo="_1o", xi="_0t", yi="_1t", xfactor=th,
+            D("tile", s, x=a, y=b, xo="s_xo", yo="s_yo", xi="s_xt", yi="s_yt", xfactor=th,
               yfactor=th, tail="guard_with_if"),
-            D("gpu_threads", s, vars=["_0t", "_1t"]),
+            D("gpu_threads", s, vars=["s_xt", "s_yt"]),
         ]
     return ds
 
