@@ -309,6 +309,7 @@ class Roofs:
         date: when it was measured (UTC, ISO 8601).
         spread: relative inter-quartile range of each kernel's samples.
         quick: measured at test sizes (in cache, not a real roof).
+        sizes: the problem sizes measured (STREAM elements, FMA rows, width and chain length).
     """
 
     peak_gflops: float
@@ -319,6 +320,7 @@ class Roofs:
     date: str
     spread: dict[str, float] = dataclasses.field(default_factory=dict)
     quick: bool = False
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def best_bandwidth_gbs(self) -> float:
@@ -390,7 +392,10 @@ def measure_roofs(target=None, quick: bool = False) -> Roofs:
                  bandwidth_gbs={n: rate[n] for n in _STREAM},
                  threads=thread_count(), cpu=cpu_model(), target=t,
                  date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                 spread={n: times[n].spread for n in benches}, quick=quick)
+                 spread={n: times[n].spread for n in benches}, quick=quick,
+                 sizes={"stream_elems": benches["copy"].dims["N"],
+                        "fma_rows": benches["fma"].dims["R"], "fma_width": benches["fma"].dims["N"],
+                        "fma_iters": benches["fma"].params["iters"]})
 
 
 def fma_assembly(target=None, *, iters: int = 32) -> dict[str, Any]:

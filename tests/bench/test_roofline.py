@@ -100,6 +100,9 @@ def test_measure_roofs_quick():
     assert all(v > 0 and math.isfinite(v) for v in values)
     assert roofs.best_bandwidth_gbs == max(roofs.bandwidth_gbs.values())
     assert roofs.threads >= 1 and roofs.cpu and roofs.quick
+    width = min(64, 8 * roofline.vector_lanes(targets.host(), "float32"))
+    assert roofs.sizes == {"stream_elems": 3 * 65536 + 37, "fma_rows": 70, "fma_iters": 16,
+                           "fma_width": width}
     assert roofs.target.startswith(str(targets.host()).split("-")[0])
     assert Roofs.from_json(json.loads(json.dumps(roofs.to_json()))) == roofs
     assert "GFLOP/s" in str(roofs)
