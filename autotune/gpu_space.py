@@ -9,7 +9,7 @@ Nothing is written per op. A sample decides:
   neighbouring threads touch neighbouring addresses), and the order of the register loops; dims
   past the second are fused into a third block dimension;
 * every other Func's **placement**: inlined (pure Funcs), per thread (``compute_at`` the output's
-  innermost thread loop; it may be unrolled and kept in registers), per block (``compute_at`` the
+  innermost thread loop; its loops may be unrolled), per block (``compute_at`` the
   innermost block loop, stored in ``gpu_shared``, its loops spread over the block's threads), or
   its own kernels at root; a producer is never placed inside a consumer's placement;
 * every reduction's **strategy**: serial per thread, ``rfactor`` of its reduction loop over the
