@@ -137,7 +137,7 @@ def _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autosche
         rec = harness.run_item(item, compare=peers, autoschedule_db=adir, compute_missing=not no_missing,
                                timing=timing, roofs=roofs, log=lambda s: tqdm.write(s, file=sys.stderr))
         if memory:
-            rec["memory"] = _memory(item, peers)
+            rec["memory"] = _memory(rec, peers)
         if compile_cost:
             rec["compile"] = harness.compile_cost(item)
         report["items"].append(rec)
@@ -150,15 +150,18 @@ def _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autosche
     return report
 
 
-def _memory(item, peers) -> dict:
+def _memory(rec, peers) -> dict:
     from ..bench.memory import peak_memory
+    from ..ops import get_op
 
+    op = get_op(rec["op"])
+    dims = {d: rec["dims"][d] for d in op.input_dims}
     out = {}
     for impl in ("pypto", "numpy", "torch"):
         if impl != "pypto" and impl not in peers:
             continue
         try:
-            res = peak_memory(impl, item.op, item.shape, item.params, item.dtype)
+            res = peak_memory(impl, rec["op"], dims, rec["params"], rec["dtypes"])
         except Exception as e:  # a failed measurement is reported in the record, not fatal
             out[impl] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
             continue
