@@ -241,35 +241,15 @@ class Worker:
 
 
 def _poison(a) -> None:
-    import numpy as np
+    from pypto.bench.verify import poison
 
-    if a.dtype.kind == "f":
-        a.fill(np.nan)
-    elif a.dtype.kind in "iu":
-        a.fill(np.iinfo(a.dtype).max - 3)
-    else:
-        a.fill(True)
+    poison(a)
 
 
 def _mismatch(got, want, tol) -> str | None:
-    import numpy as np
+    from pypto.bench.verify import mismatch
 
-    if got.shape != want.shape:
-        return f"shape {got.shape} != {want.shape}"
-    if got.dtype.kind == "f":
-        g, w = got.astype(np.float64), want.astype(np.float64)
-        if not np.array_equal(np.isnan(g), np.isnan(w)):
-            return f"NaN at {int(np.sum(np.isnan(g) != np.isnan(w)))} places (unwritten or wrong)"
-        ok = ~np.isnan(w)
-        scale = max(float(np.max(np.abs(w[ok]))) if ok.any() else 0.0, 1e-30)
-        err = float(np.max(np.abs(g[ok] - w[ok]))) if ok.any() else 0.0
-        rtol, atol = tol
-        if err > max(atol, rtol * scale) * 10:
-            return f"max error {err:.3g} (scale {scale:.3g})"
-        return None
-    if not np.array_equal(got, want):
-        return f"{int(np.sum(got != want))} elements differ"
-    return None
+    return mismatch(got, want, tol)
 
 
 def _spin():
