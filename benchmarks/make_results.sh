@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# Regenerates the README's benchmark table and charts on this machine (about 30-40 minutes).
-#   bash benchmarks/make_results.sh [extra pypto bench options, e.g. an op name]
-# Writes benchmarks/results/cpu.json (everything measured), the README table between the
-# <!-- bench:start/end --> markers, and the PNG charts in benchmarks/results/.
+# Regenerates the README's benchmark section on this machine (about 40 minutes on 2 cores).
+#   bash benchmarks/make_results.sh [extra pypto bench options, e.g. op names]
+# Writes benchmarks/results/ (cpu.json with everything measured, the PNG charts, the memory
+# studies) and fills the README blocks between <!-- NAME:start --> and <!-- NAME:end -->.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results
 mkdir -p "$out"
+
 pypto bench --compare numpy,torch,torch-compile,halide --roofline --memory --compile-cost \
   --json "$out/cpu.json" --readme README.md --plot "$out/speedups.png" \
   --roofline-plot "$out/roofline.png" --markdown "$@"
-# How the tuner converged on the shipped schedules (needs the study database `pypto tune` wrote).
+
+for study in attention elementwise; do
+  python -m pypto.bench.memory study "$study" "$out/memory_$study.json" | tee "$out/memory_$study.txt"
+done
+
+# The tuner's convergence needs the Optuna studies `pypto tune` wrote (pypto_tune.db).
 if [ -f pypto_tune.db ]; then
-  pypto study --storage pypto_tune.db --json "$out/tuning.json" --plot "$out/convergence.png"
+  pypto study --storage pypto_tune.db --json "$out/tuning.json" --plot "$out/convergence.png" \
+    | tee "$out/tuning.txt"
 fi
+
+python - "$out" <<'PY'
+import os, sys
+from pypto.cli.bench import replace_block
+out = sys.argv[1]
+for block, name in (("memory-attention", "memory_attention.txt"),
+                    ("memory-elementwise", "memory_elementwise.txt"), ("study", "tuning.txt")):
+    path = os.path.join(out, name)
+    if os.path.exists(path):
+        replace_block("README.md", block, "```\n" + open(path).read().rstrip() + "\n```")
+PY

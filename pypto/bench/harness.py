@@ -390,7 +390,7 @@ def _add_cost(rec: dict, ctx: Context, roofs) -> None:
     rec["cost"] = {"flops": cost.flops, "bytes": cost.bytes, "note": cost.note}
     if roofs is None or rec.get("pypto_ms") is None:
         return
-    from .roofline import place
+    from .cost import place
 
     rec["roofline"] = {n: place(cost, r["median_ms"], roofs) for n, r in rec["results"].items()}
 

@@ -485,7 +485,7 @@ def plot_roofline(points: Sequence[Mapping[str, Any]], roofs: Roofs, path: str, 
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ys = [p["gflops"] for p in shown] + [roofs.peak_gflops, lo * bw]
-    ax.set_ylim(min(ys) / 3, roofs.peak_gflops * 3)
+    ax.set_ylim(min(ys) / 3, max(roofs.peak_gflops, *ys) * 3)
     ax.set_xlabel("arithmetic intensity (flop / byte of compulsory traffic)")
     ax.set_ylabel("attained performance (GFLOP/s)")
     ax.grid(True, which="both", alpha=0.3)

@@ -125,7 +125,7 @@ def _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autosche
         from ..bench.roofline import measure_roofs
 
         click.echo("measuring the machine's roofs ...", err=True)
-        roofs = measure_roofs(quick=quick)
+        roofs = measure_roofs()
     report = harness.new_report(peers, roofs)
     timing = {"min_rounds": 3, "max_rounds": 7, "budget_s": 5.0} if quick else {}
     adir = _autoschedule_dir(autoschedules)
@@ -176,9 +176,23 @@ def _write_json(report, path: str) -> None:
     os.replace(tmp, path)
 
 
+#: Which measured implementations the roofline chart shows, and their legend names.
+_ROOFLINE_SERIES = {"pypto": "PyPTO", "numpy": "NumPy", "torch": "PyTorch eager",
+                    "torch-compile": "torch.compile"}
+
+
 def _roofline_plot(report, path: str) -> None:
-    from ..bench.roofline import plot_roofline
+    from ..bench.roofline import Roofs, plot_roofline
 
     if not report.get("roofs"):
         raise click.UsageError("--roofline-plot needs the roofs: add --roofline (or a report made with it)")
-    click.echo(f"wrote {plot_roofline(report, path)}", err=True)
+    points = []
+    for it in report["items"]:
+        if it["group"] == "size":
+            continue
+        for impl, series in _ROOFLINE_SERIES.items():
+            p = (it.get("roofline") or {}).get(impl)
+            if p and p.get("flops"):
+                points.append({**p, "label": it["op"] if impl == "pypto" else "", "series": series})
+    title = "Roofline: suite ops, PyPTO and peers"
+    click.echo(f"wrote {plot_roofline(points, Roofs.from_json(report['roofs']), path, title=title)}", err=True)
