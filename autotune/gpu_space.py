@@ -40,6 +40,8 @@ from pypto.schedule.directives import Directive
 from pypto.schedule.gpu import GpuLimits, gpu_limits
 from pypto.schedule.schedule import Schedule
 
+from .space import lift_to_consumers
+
 D = Directive.make
 GUARD = "guard_with_if"
 THREADS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -349,34 +351,8 @@ class GpuSpace:
         return n * _bytes(self.built.funcs[src].type or "float32") if n else None
 
     def _repair(self, level: dict[str, str]) -> dict[str, str]:
-        """Lifts each producer to at most its consumers' level (inline ones pass theirs through)."""
-        def cap(name: str, seen=()) -> int:
-            best = 2
-            for c in self.consumers.get(name, ()):
-                if c == self.anchor.name:
-                    continue
-                if c in self.out_names:
-                    return 0
-                if c in seen:
-                    continue
-                lv = level.get(c)
-                if lv == "inline":
-                    best = min(best, cap(c, seen + (c,)))
-                elif lv is not None:
-                    best = min(best, RANK[lv])
-            return best
-
-        changed = True
-        while changed:
-            changed = False
-            for name, lv in list(level.items()):
-                if lv == "inline":
-                    continue
-                c = cap(name)
-                if RANK[lv] > c:
-                    level[name] = [k for k, r in RANK.items() if r == c][0]
-                    changed = True
-        return level
+        return lift_to_consumers(level, self.consumers, self.anchor.name, set(self.out_names),
+                                 tuple(RANK))
 
     # -- mapping loops onto blocks and threads ------------------------------------------------
     def _tile_output(self, name, stage, args, tx, ty, rx, ry, layout, order) -> list[Directive]:

@@ -215,39 +215,11 @@ class Space:
         return Schedule(op=self.built.op.name, directives=tuple(directives))
 
     def _repair(self, level: dict[str, str], staged) -> dict[str, str]:
-        """Lifts each producer to at most its consumers' level (inline ones pass theirs through)."""
-        rank = {"root": 0, "yo": 1, "xo": 2, "rb": 3}
         readers: dict[str, set[str]] = {n: set(c) for n, c in self.consumers.items()}
         for name, (src, consumer, _) in staged.items():
             readers.setdefault(name, set()).add(consumer)
-
-        def limit(name: str, seen=()) -> int:
-            best = 3
-            for c in readers.get(name, ()):
-                if c == self.anchor.name:
-                    continue
-                if c in {o.name for o in self.outputs}:
-                    return 0
-                if c in seen:
-                    continue
-                lv = level.get(c)
-                if lv == "inline":
-                    best = min(best, limit(c, seen + (c,)))
-                elif lv is not None:
-                    best = min(best, rank[lv])
-            return best
-
-        changed = True
-        while changed:
-            changed = False
-            for name, lv in list(level.items()):
-                if lv == "inline":
-                    continue
-                cap = limit(name)
-                if rank[lv] > cap:
-                    level[name] = LEVELS[cap]
-                    changed = True
-        return level
+        return lift_to_consumers(level, readers, self.anchor.name, {o.name for o in self.outputs},
+                                 LEVELS)
 
     def _place(self, name, lv, names, vec, t, info) -> list[Directive]:
         out: list[Directive] = []
@@ -361,3 +333,43 @@ def space_for(built, dims: Mapping[str, int], target) -> Space:
 
 
 assert LIMITS["unroll"] >= MAX_UNROLL_BODY
+
+
+def lift_to_consumers(level: dict[str, str], readers, anchor: str, outputs: set[str],
+                      levels: tuple[str, ...]) -> dict[str, str]:
+    """Lifts each producer to at most its consumers' level; inline consumers pass theirs through.
+
+    ``levels`` runs outermost first ("root" ... innermost); a producer read by another output
+    than the ``anchor`` must be at root. A placement inside its consumer would be illegal in
+    Halide, so this is the legality repair both search spaces apply to sampled placements.
+    """
+    rank = {lv: i for i, lv in enumerate(levels)}
+    inner = len(levels) - 1
+
+    def limit(name: str, seen=()) -> int:
+        best = inner
+        for c in readers.get(name, ()):
+            if c == anchor:
+                continue
+            if c in outputs:
+                return 0
+            if c in seen:
+                continue
+            lv = level.get(c)
+            if lv == "inline":
+                best = min(best, limit(c, seen + (c,)))
+            elif lv is not None:
+                best = min(best, rank[lv])
+        return best
+
+    changed = True
+    while changed:
+        changed = False
+        for name, lv in list(level.items()):
+            if lv == "inline":
+                continue
+            cap = limit(name)
+            if rank[lv] > cap:
+                level[name] = levels[cap]
+                changed = True
+    return level

@@ -39,3 +39,15 @@ def rand(shape, dtype="float32", seed=0, low=-1.0, high=1.0):
 
 #: Sizes every op is checked on: 1, small primes, and a non-power-of-two.
 ODD_SIZES = (1, 3, 7, 127, 1000)
+
+
+def opencl_device() -> bool:
+    """True when Halide finds an OpenCL device here (PoCL in CI)."""
+    import halide as hl
+
+    from pypto.compiler import targets
+
+    try:
+        return bool(hl.host_supports_target_device(targets.parse("opencl")))
+    except Exception:
+        return False

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ParamError
+from ..errors import ParamError, PyptoError
 from .verify import mismatch
 
 AUTOS = ("adams2019", "mullapudi2016", "li2018")
@@ -147,6 +147,13 @@ def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) ->
                      outputs=fresh, compile_s=compile_s)
 
 
+def _failed(label: str, err: Exception) -> Candidate:
+    """A candidate that could not be built: verification reports why, and it is never timed."""
+    def outputs():
+        raise err
+    return Candidate(fn=lambda: None, label=label, outputs=outputs)
+
+
 class Context:
     """One item's op, inputs and reference output, made once."""
 
@@ -186,16 +193,23 @@ def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]
     out: dict[str, Candidate] = {}
     notes: dict[str, str] = {}
     t0 = time.perf_counter()
-    chosen = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, target=ctx.target)
+    try:
+        chosen = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, target=ctx.target)
+    except PyptoError as e:
+        return {"pypto": _failed("PyPTO", e)}, notes
     dt = time.perf_counter() - t0
     out["pypto"] = _kernel_candidate(chosen, ctx.op, ctx.arrays, ctx.dims, f"PyPTO ({chosen.source})", dt)
     if chosen.source != "default":
         built = build(ctx.op, ctx.dtypes, ctx.params)
         sched = default_schedule(built, ctx.dims, ctx.target)
         t0 = time.perf_counter()
-        k = compile_built(built, sched, ctx.target, source="default", fp=fingerprint(built))
-        out["pypto-default"] = _kernel_candidate(k, ctx.op, ctx.arrays, ctx.dims, "PyPTO (default)",
-                                                 time.perf_counter() - t0)
+        try:
+            k = compile_built(built, sched, ctx.target, source="default", fp=fingerprint(built))
+        except PyptoError as e:
+            out["pypto-default"] = _failed("PyPTO (default)", e)
+        else:
+            out["pypto-default"] = _kernel_candidate(k, ctx.op, ctx.arrays, ctx.dims, "PyPTO (default)",
+                                                     time.perf_counter() - t0)
     else:
         notes["pypto-default"] = "the call picks the default schedule (no database entry)"
     return out, notes
@@ -243,7 +257,11 @@ def autoschedule_candidates(ctx: Context, db_dir: str | None, *, compute_missing
                     except OSError as e:
                         log(f"could not store the {name} schedule in {db_dir}: {e}")
             t0 = time.perf_counter()
-            k = compile_built(build(ctx.op, ctx.dtypes, ctx.params), sched, ctx.target, source=name, fp=fp)
+            try:
+                k = compile_built(build(ctx.op, ctx.dtypes, ctx.params), sched, ctx.target, source=name, fp=fp)
+            except PyptoError as e:
+                out[name] = _failed(f"Halide {name}", e)
+                continue
             out[name] = _kernel_candidate(k, ctx.op, ctx.arrays, ctx.dims, f"Halide {name}",
                                           time.perf_counter() - t0)
     finally:

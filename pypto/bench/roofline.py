@@ -33,7 +33,6 @@ import datetime
 import json
 import math
 import os
-import platform
 import re
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import numpy as np
 from ..compiler import targets
 from ..compiler.jit import Kernel, compile_built
 from ..compiler.lower import build
+from ..database.entry import cpu_model
 from ..errors import ParamError, PyptoError, ShapeError, TargetError
 from ..ops._op import Op, Param, op
 from ..runtime import run_kernel
@@ -355,18 +355,6 @@ class Roofs:
                      "write-allocate traffic not counted)")
         lines.append(f"ridge point: {self.ridge:.2f} flop/byte")
         return "\n".join(lines)
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo, else what the platform module says."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def thread_count() -> int:

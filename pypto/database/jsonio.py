@@ -38,7 +38,7 @@ def _float(text: str) -> float:
 
 
 def _depth_ok(text: str) -> bool:
-    depth = best = 0
+    depth = 0
     in_str = esc = False
     for ch in text:
         if in_str:

@@ -201,8 +201,9 @@ class Applier:
             getattr(self._target(d), kind)(v)
             self._say(d, f"{kind}({name})")
         else:
-            getattr(self._target(d), kind)(v, factor, _tail(d))
             # Halide splits `name` into `name` (outer) and a hidden inner lane variable.
+            inner = self._hidden_split(i, d, st, name, v, factor)
+            getattr(self._target(d), kind)(inner)
             self._say(d, f"{kind}({name}, {factor}, hl.TailStrategy.{_TAIL[d.get('tail', 'auto')]})")
 
     def _do_vectorize(self, i, d):
@@ -218,8 +219,24 @@ class Applier:
             self._target(d).parallel(v)
             self._say(d, f"parallel({d.get('var')})")
         else:
-            self._target(d).parallel(v, d.get("factor"), _tail(d))
+            self._hidden_split(i, d, st, d.get("var"), v, d.get("factor"))
+            self._target(d).parallel(v)
             self._say(d, f"parallel({d.get('var')}, {d.get('factor')})")
+
+    def _hidden_split(self, i, d, st: _Stage, name: str, v, factor: int):
+        """``split(name, name, <hidden>, factor)``, as Halide's ``vectorize/unroll/parallel(v,
+        factor)`` do, but with an inner name of our own: Halide would name it from a
+        process-wide counter (``v268``), which can collide with names an autoscheduler wrote."""
+        hidden = f"_pypto_{d.op}{i}"
+        rv = name in st.rvars
+        inner = self._new(i, d, st, hidden, rv)
+        self._target(d).split(v, v, inner, factor, _tail(d))
+        k = st.names.index(name)
+        st.names[k:k + 1] = [hidden, name]
+        if rv:
+            st.rvars.add(hidden)
+        st.extent[hidden] = factor
+        return inner
 
     def _do_serial(self, i, d):
         st = self._stage(i, d)

@@ -19,7 +19,7 @@ import optuna
 import pytest
 
 import pypto
-from helpers import assert_close
+from helpers import assert_close, opencl_device
 from pypto.bench.inputs import complete_dims, make_inputs
 from pypto.compiler import targets
 from pypto.compiler.jit import compile_built
@@ -134,15 +134,10 @@ def test_the_tuner_uses_the_gpu_space_for_gpu_targets():
     assert not isinstance(space_for(build(op, dtypes, params), dims, targets.host()), GpuSpace)
 
 
-def _opencl_device() -> bool:
-    try:
-        return bool(hl.host_supports_target_device(targets.parse("opencl")))
-    except Exception:
-        return False
 
 
 @pytest.mark.opencl
-@pytest.mark.skipif(not _opencl_device(), reason="needs an OpenCL device (PoCL)")
+@pytest.mark.skipif(not opencl_device(), reason="needs an OpenCL device (PoCL)")
 @pytest.mark.parametrize("name", ["matmul", "softmax", "sum", "layer_norm"])
 def test_sampled_schedules_run_on_opencl_and_match_numpy(name):
     op, dtypes, params, dims = _setup(name)
@@ -163,7 +158,7 @@ def test_sampled_schedules_run_on_opencl_and_match_numpy(name):
 
 @pytest.mark.slow
 @pytest.mark.opencl
-@pytest.mark.skipif(not _opencl_device(), reason="needs an OpenCL device (PoCL)")
+@pytest.mark.skipif(not opencl_device(), reason="needs an OpenCL device (PoCL)")
 def test_tuning_on_opencl_stores_the_winner_under_the_opencl_family(tmp_path):
     from autotune.tuner import TuneConfig, Tuner
     from pypto.database import DirectoryDatabase

@@ -201,3 +201,25 @@ def test_study_history_and_convergence_chart(tmp_path):
     assert json.loads(js.read_text())[0]["study"] == "toy|float32|N=8||x86|ff"
     r = CliRunner().invoke(cli, ["study", "--storage", str(tmp_path / "missing.db")])
     assert r.exit_code == 2 and "no tuning study database" in r.output
+
+
+def test_an_autoschedule_that_fails_to_apply_is_reported_not_fatal(tmp_path):
+    from pypto.compiler import targets
+    from pypto.compiler.lower import build, fingerprint
+    from pypto.database import DirectoryDatabase, Entry, Key, provenance
+    from pypto.schedule.directives import Directive
+    from pypto.schedule.schedule import Schedule
+
+    ctx = Context(Item("softmax", "R=8,C=33"))
+    fp = fingerprint(build(ctx.op, ctx.dtypes, ctx.params))
+    key = Key.make("softmax", ctx.dtypes, ctx.key_dims(), ctx.params, targets.family(ctx.target), fp)
+    bad = Schedule("softmax", (Directive.make("vectorize", "out", var="no_such_var", factor=8),))
+    for name in harness.AUTOS:
+        DirectoryDatabase(str(tmp_path / name)).commit(
+            [Entry(key=key, schedule=bad, provenance=provenance(method="test", target="host"))])
+    rec = harness.run_item(Item("softmax", "R=8,C=33"), compare={"halide"}, autoschedule_db=str(tmp_path),
+                           compute_missing=False, timing=QUICK)
+    assert "pypto" in rec["results"]
+    for name in harness.AUTOS:
+        assert name not in rec["results"]
+        assert "no_such_var" in rec["errors"][name]

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import pypto
-from helpers import assert_close
+from helpers import assert_close, opencl_device
 from pypto.cli.main import cli
 from pypto.compiler.aot import build_op
 
@@ -175,19 +175,10 @@ def test_require_tuned_without_an_entry_is_an_error(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--require-tuned" in r.output
 
 
-def _opencl_device() -> bool:
-    import halide as hl
-
-    from pypto.compiler import targets
-
-    try:
-        return bool(hl.host_supports_target_device(targets.parse("opencl")))
-    except Exception:
-        return False
 
 
 @pytest.mark.opencl
-@pytest.mark.skipif(not HAS_CC or not _opencl_device(), reason="needs a C compiler and an OpenCL device (PoCL)")
+@pytest.mark.skipif(not HAS_CC or not opencl_device(), reason="needs a C compiler and an OpenCL device (PoCL)")
 def test_opencl_build_runs_on_pocl(tmp_path):
     res = build_op(pypto.get_op("softmax"), target="opencl", out_dir=tmp_path, dims={"R": R, "C": C})
     assert "opencl" in res.manifest["target"]

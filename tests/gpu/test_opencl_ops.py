@@ -7,13 +7,11 @@ rows longer than a block and matrices larger than a tile with ragged edges.
 
 from __future__ import annotations
 
-import halide as hl
 import pytest
 
 import pypto
-from helpers import assert_close
+from helpers import assert_close, opencl_device
 from pypto.bench.inputs import complete_dims, make_inputs
-from pypto.compiler import targets
 from pypto.compiler.lower import build
 from pypto.runtime import observe
 from pypto.schedule.gpu import gpu_family, gpu_limits
@@ -62,14 +60,9 @@ def small_case(op) -> tuple[dict, dict]:
     return params, complete_dims(op, shape, params)
 
 
-def _opencl_device() -> bool:
-    try:
-        return bool(hl.host_supports_target_device(targets.parse("opencl")))
-    except Exception:
-        return False
 
 
-needs_opencl = pytest.mark.skipif(not _opencl_device(), reason="needs an OpenCL device (PoCL)")
+needs_opencl = pytest.mark.skipif(not opencl_device(), reason="needs an OpenCL device (PoCL)")
 
 
 def _run_and_check(op, dtypes, params, dims):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pypto.ops as P
-from helpers import ODD_SIZES, assert_close, rand
+from helpers import assert_close, rand
 from pypto.errors import DtypeError, ParamError, ShapeError
 
 # (H, W) pairs covering every odd size on each axis, with narrow and wide images.

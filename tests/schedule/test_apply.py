@@ -157,3 +157,22 @@ def test_compile_built_uses_the_given_target():
     assert k.target == str(targets.host())
     assert np.array_equal(run_kernel(k, toy_matmul, [np.eye(3, dtype=np.float32)] * 2,
                                      {"M": 3, "K": 3, "N": 3})[0], np.eye(3, dtype=np.float32))
+
+
+@pytest.mark.parametrize("kind", ["parallel", "vectorize", "unroll"])
+def test_a_factor_directive_never_takes_a_name_the_schedule_uses(kind):
+    # Halide names the hidden inner loop of vectorize/unroll/parallel(v, factor) from a
+    # process-wide counter (v123); autoscheduler schedules carry such names as well. The next few
+    # counter values are given to the schedule's own variables: none may collide.
+    import halide as hl
+
+    n = int(hl.Var().name()[1:])
+    a, b = rand((37, 19)), rand((19, 45), seed=1)
+    s = Schedule("toy_matmul", (
+        D("split", "out", var="m", outer=f"v{n + 1}", inner=f"v{n + 2}", factor=8, tail="guard_with_if"),
+        D("split", "out", var="n", outer=f"v{n + 3}", inner=f"v{n + 4}", factor=16, tail="guard_with_if"),
+        D(kind, "out", var=f"v{n + 3}" if kind == "parallel" else f"v{n + 4}", factor=2),
+        D("parallel", "out", var=f"v{n + 1}", factor=2) if kind != "parallel" else D("serial", "out", var=f"v{n + 2}"),
+    ))
+    got, _ = run_with(toy_matmul, s, a, b)
+    assert_close(got, a @ b)

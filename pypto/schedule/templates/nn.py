@@ -151,7 +151,7 @@ def _conv2d(built, dims, lanes):
 
 @template("depthwise_conv2d")
 def _depthwise(built, dims, lanes):
-    OW, OH = dims["OW"], dims["OH"]
+    OW = dims["OW"]
     vec = _vec(OW, lanes)
     # A whole row of vectors per tile when it fits; fewer columns for wide images.
     best, best_cost = 1, math.inf
