@@ -95,7 +95,8 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
                 f"Python {m['python']}, Halide {m['halide']}, NumPy {m['numpy']} ({m['blas']})"
                 + (f", PyTorch {m['torch']}" if m.get("torch") else "") + ". Milliseconds, median of "
                 "interleaved rounds (± spread when over 10%); ratios above 1 mean PyPTO is faster; "
-                "x = output did not match the reference, so not timed.")
+                "x = not timed: it failed to build or run, or its output differed from the reference "
+                "(the reason is in the JSON report); - = not measured.")
         replace_block(readme, "bench", head + "\n\n" + table)
         click.echo(f"wrote the table into {readme}", err=True)
     if plot:

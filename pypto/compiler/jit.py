@@ -122,6 +122,10 @@ def _get_kernel(op, dtypes, params, dims, *, schedule=None, target=None) -> Kern
     ckey = (op.name, id(op), fp, dtypes, pkey, schedule.hash, tkey)
     with _lock:
         k = _compiled.get(ckey)
+    if k is not None and k.source != source:
+        # The same schedule compiled for another call (e.g. exact for one shape, nearest here):
+        # the code is the same, where it came from for this call is not.
+        k = dataclasses.replace(k, source=source)
     if k is None:
         try:
             k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)

@@ -223,3 +223,31 @@ def test_an_autoschedule_that_fails_to_apply_is_reported_not_fatal(tmp_path):
     for name in harness.AUTOS:
         assert name not in rec["results"]
         assert "no_such_var" in rec["errors"][name]
+
+
+def test_a_stored_schedule_that_fails_at_this_shape_is_replaced_like_a_call_does(tmp_path):
+    import pypto
+    from pypto.compiler import targets
+    from pypto.compiler.jit import clear_memory_cache
+    from pypto.compiler.lower import build, fingerprint
+    from pypto.database import DirectoryDatabase, Entry, Key, provenance, remove_path
+    from pypto.schedule.directives import Directive
+    from pypto.schedule.schedule import Schedule
+
+    ctx = Context(Item("softmax", "R=8,C=33"))
+    fp = fingerprint(build(ctx.op, ctx.dtypes, ctx.params))
+    key = Key.make("softmax", ctx.dtypes, ctx.key_dims(), ctx.params, targets.family(ctx.target), fp)
+    # Valid data, but the split needs at least 64 columns: it fails when run on 33.
+    broken = Schedule("softmax", (Directive.make("split", "out", var="c", outer="co", inner="ci", factor=64,
+                                                 tail="shift_inwards"),))
+    DirectoryDatabase(str(tmp_path)).commit([Entry(key=key, schedule=broken,
+                                                   provenance=provenance(method="test", target="host"))])
+    clear_memory_cache()
+    pypto.add_schedule_path(str(tmp_path))
+    try:
+        rec = harness.run_item(Item("softmax", "R=8,C=33"), compare={"numpy"}, timing=QUICK)
+    finally:
+        remove_path(str(tmp_path))
+        clear_memory_cache()
+    assert "pypto" in rec["results"] and not rec["errors"], rec["errors"]
+    assert "after" in rec["results"]["pypto"]["label"] and "failed" in rec["results"]["pypto"]["label"]
