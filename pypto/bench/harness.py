@@ -147,20 +147,22 @@ def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) ->
                      outputs=fresh, compile_s=compile_s)
 
 
-def _like_a_call(ctx, kernel):
-    """The kernel a plain call ends up running: a stored schedule that fails at this shape is
-    replaced by the default, as ``pypto.ops`` calls do (``runtime.call_op``)."""
-    from ..compiler.jit import fallback_kernel
+def call_kernel(op, dtypes, params, dims, arrays, target=None):
+    """The kernel a plain call ends up running: the database's or the default schedule, and the
+    default when a stored schedule fails at this shape, as ``pypto.ops`` calls do."""
+    from ..compiler import targets
+    from ..compiler.jit import fallback_kernel, get_kernel
     from ..errors import ExecutionError
     from ..runtime import run_kernel
 
-    try:
-        run_kernel(kernel, ctx.op, ctx.arrays, ctx.dims)
-    except ExecutionError:
-        from ..compiler import targets
-
-        with targets.target(ctx.target):
-            return fallback_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, kernel)
+    with targets.target(target or targets.current()):
+        kernel = get_kernel(op, dtypes, params, dims)
+        if not kernel.source.startswith("database"):
+            return kernel
+        try:
+            run_kernel(kernel, op, arrays, dims)
+        except ExecutionError:
+            return fallback_kernel(op, dtypes, params, dims, kernel)
     return kernel
 
 
@@ -203,7 +205,7 @@ class Context:
 
 def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]]:
     """``pypto`` (what a call picks) and ``pypto-default`` when the pick is a stored schedule."""
-    from ..compiler.jit import compile_built, get_kernel
+    from ..compiler.jit import compile_built
     from ..compiler.lower import build, fingerprint
     from ..schedule.defaults import default_schedule
 
@@ -211,12 +213,10 @@ def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]
     notes: dict[str, str] = {}
     t0 = time.perf_counter()
     try:
-        chosen = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, target=ctx.target)
+        chosen = call_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, ctx.arrays, ctx.target)
     except PyptoError as e:
         return {"pypto": _failed("PyPTO", e)}, notes
     dt = time.perf_counter() - t0
-    if chosen.source.startswith("database"):
-        chosen = _like_a_call(ctx, chosen)
     out["pypto"] = _kernel_candidate(chosen, ctx.op, ctx.arrays, ctx.dims, f"PyPTO ({chosen.source})", dt)
     if chosen.source != "default":
         built = build(ctx.op, ctx.dtypes, ctx.params)
@@ -456,6 +456,19 @@ def parse_compare(text: str) -> set[str]:
     return names
 
 
+def relative_paths(obj: Any, root: str | None = None) -> Any:
+    """``obj`` with every string's ``root/`` prefix (default: this folder) removed, so that a
+    report names databases as ``schedules`` rather than by this machine's absolute path."""
+    prefix = os.path.abspath(root or os.getcwd()) + os.sep
+    if isinstance(obj, str):
+        return obj.replace(prefix, "")
+    if isinstance(obj, dict):
+        return {k: relative_paths(v, prefix[:-1]) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [relative_paths(v, prefix[:-1]) for v in obj]
+    return obj
+
+
 def validate_report(report: Mapping[str, Any]) -> None:
     """Raises jsonschema.ValidationError when ``report`` does not follow ``report_schema.json``."""
     import jsonschema
@@ -540,6 +553,23 @@ def _memory_cell(mem) -> str:
     return " / ".join(mib(n) for n in ("pypto", "numpy", "torch"))
 
 
+def compile_markdown(report: Mapping[str, Any]) -> str | None:
+    """Cold compile and time to first result per item, when the report has them."""
+    rows = [it for it in report["items"] if it.get("compile") and it["group"] != "size"]
+    if not rows:
+        return None
+    lines = ["| op | shape | compile, empty cache (s) | first result, empty cache (s) | "
+             "first result, filled cache (s) |", "|---|---|---|---|---|"]
+    for it in rows:
+        cold, warm = it["compile"].get("cold", {}), it["compile"].get("warm", {})
+
+        def f(d, k):
+            return f"{d[k]:.2f}" if k in d else "error"
+        lines.append(f"| {it['op']} | {it['shape']} | {f(cold, 'compile_s')} | {f(cold, 'first_result_s')} | "
+                     f"{f(warm, 'first_result_s')} |")
+    return "\n".join(lines)
+
+
 def text_table(report: Mapping[str, Any]) -> str:
     """A compact plain-text table for the terminal."""
     out = []
@@ -566,13 +596,13 @@ import json, sys, time
 t0 = time.perf_counter()
 import pypto
 from pypto.bench.harness import Context, Item
-from pypto.compiler.jit import get_kernel
+from pypto.bench.harness import call_kernel
 from pypto.runtime import run_kernel
 item = Item(**json.loads(sys.argv[1]))
 t1 = time.perf_counter()
 ctx = Context(item)
 t2 = time.perf_counter()
-k = get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims)
+k = call_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, ctx.arrays)
 t3 = time.perf_counter()
 run_kernel(k, ctx.op, ctx.arrays, ctx.dims)
 t4 = time.perf_counter()

@@ -186,10 +186,10 @@ def _measure(req: Mapping[str, Any]) -> dict:
                        dtypes=dtypes, peak_rss_bytes=None,
                        input_bytes=int(sum(a.nbytes for a in arrays)))
     if impl == "pypto":
-        from ..compiler.jit import get_kernel
         from ..runtime import run_kernel
+        from .harness import call_kernel
 
-        kernel = get_kernel(op, dtypes, params, dims)
+        kernel = call_kernel(op, dtypes, params, dims, arrays)
         res.schedule_source = kernel.source
 
         def fn():
@@ -271,13 +271,15 @@ def main(argv: Sequence[str]) -> int:
     if len(argv) == 2 and argv[0] == "child":
         return _child(argv[1])
     if len(argv) >= 2 and argv[0] == "study" and argv[1] in STUDIES:
+        from .harness import relative_paths
+
         s = STUDIES[argv[1]]
         results = memory_growth(s["op"], s["sizes"], dtypes=s["dtypes"])
         print(f"{s['op']}: peak RSS increase of one call (fresh process each)")
         print(growth_table(results))
         if len(argv) == 3:
             with open(argv[2], "w") as f:
-                json.dump([r.to_json() for r in results], f, indent=1)
+                json.dump(relative_paths([r.to_json() for r in results]), f, indent=1)
         return 0
     print("usage: python -m pypto.bench.memory study {attention|elementwise} [OUT.json]",
           file=sys.stderr)

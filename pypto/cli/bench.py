@@ -98,6 +98,9 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
                 "x = not timed: it failed to build or run, or its output differed from the reference "
                 "(the reason is in the JSON report); - = not measured.")
         replace_block(readme, "bench", head + "\n\n" + table)
+        cc = harness.compile_markdown(report)
+        if cc and "<!-- compile:start -->" in open(readme, encoding="utf-8").read():
+            replace_block(readme, "compile", cc)
         click.echo(f"wrote the table into {readme}", err=True)
     if plot:
         from ..bench.plots import plot_speedups
@@ -171,9 +174,11 @@ def _memory(rec, peers) -> dict:
 
 
 def _write_json(report, path: str) -> None:
+    from ..bench.harness import relative_paths
+
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(report, f, indent=1, sort_keys=True)
+        json.dump(relative_paths(report), f, indent=1, sort_keys=True)
     os.replace(tmp, path)
 
 

@@ -251,3 +251,12 @@ def test_a_stored_schedule_that_fails_at_this_shape_is_replaced_like_a_call_does
         clear_memory_cache()
     assert "pypto" in rec["results"] and not rec["errors"], rec["errors"]
     assert "after" in rec["results"]["pypto"]["label"] and "failed" in rec["results"]["pypto"]["label"]
+
+
+def test_reports_name_paths_relative_to_the_folder_they_ran_in(tmp_path):
+    root = str(tmp_path)
+    rep = {"label": f"PyPTO (database {root}/schedules (exact))", "n": 3,
+           "items": [{"source": f"database {root}/schedules"}, f"{root}x/other"]}
+    got = harness.relative_paths(rep, root)
+    assert got == {"label": "PyPTO (database schedules (exact))", "n": 3,
+                   "items": [{"source": "database schedules"}, f"{root}x/other"]}
