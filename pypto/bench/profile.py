@@ -320,8 +320,10 @@ def _call_disk(fn, args) -> str:
     try:
         fn(*args)
         lib.halide_profiler_report(None)
-    finally:
+        # Only after a call that finished: Halide's runtime aborts the process when asked to
+        # reset its profiler while a failed call's pipeline still counts as running.
         lib.halide_profiler_reset()
+    finally:
         lib.halide_set_custom_print(old)
     return "".join(chunks)
 
@@ -340,10 +342,15 @@ class _Seen:
 class _Profiled:
     """Stands in for a kernel's callable: runs it, captures and parses the report, passes it on."""
 
-    def __init__(self, inner, disk: bool, sink):
-        self.inner, self.disk, self.sink = inner, disk, sink
+    def __init__(self, inner, disk: bool, sink, probe=None):
+        self.inner, self.disk, self.sink, self.probe = inner, disk, sink, probe
 
     def __call__(self, *args):
+        if self.probe is not None:
+            # A stored schedule may not fit this shape. Unprofiled, that is a clean error (and
+            # the caller falls back to the default); profiled, Halide's runtime crashes the process
+            # when a call fails, so the plain kernel runs first and raises in its place.
+            self.probe(*args)
         before = rss_bytes()
         ok = reset_peak_rss()
         if self.disk:
@@ -386,15 +393,19 @@ class Profiler:
         return target if target.has_feature(hl.TargetFeature.Profile) else target.with_feature(
             hl.TargetFeature.Profile)
 
-    def observe(self, kernel, op, dtypes, dims: Mapping[str, int]):
-        """A copy of ``kernel`` whose every call adds a report to :attr:`calls`."""
+    def observe(self, kernel, op, dtypes, dims: Mapping[str, int], probe=None):
+        """A copy of ``kernel`` whose every call adds a report to :attr:`calls`.
+
+        ``probe``: the same kernel without the profiler, run first on each call when the
+        schedule might fail at this shape (a stored one).
+        """
         meta = dict(op=op.name, dims={k: int(v) for k, v in dims.items()}, dtypes=tuple(dtypes),
                     target=kernel.target, schedule_source=kernel.source)
 
         def sink(seen: _Seen) -> None:
             self.calls.append(report([seen], meta))
 
-        return dataclasses.replace(kernel, callable=_Profiled(kernel.callable, kernel.disk, sink))
+        return dataclasses.replace(kernel, callable=_Profiled(kernel.callable, kernel.disk, sink, probe))
 
     def __str__(self) -> str:
         if not self.calls:

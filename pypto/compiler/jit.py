@@ -100,8 +100,12 @@ def get_kernel(op, dtypes: tuple[str, ...], params: Mapping[str, Any], dims: Map
     prof = _profiling()
     if prof is not None:
         t = prof.target_for(target or targets.current())
-        return prof.observe(_get_kernel(op, dtypes, params, dims, schedule=schedule, target=t),
-                            op, dtypes, dims)
+        k = _get_kernel(op, dtypes, params, dims, schedule=schedule, target=t)
+        probe = None
+        if k.source.startswith("database"):
+            plain = _get_kernel(op, dtypes, params, dims, schedule=k.schedule, target=target)
+            probe = plain.callable if plain.disk == k.disk else None
+        return prof.observe(k, op, dtypes, dims, probe=probe)
     return _get_kernel(op, dtypes, params, dims, schedule=schedule, target=target)
 
 
@@ -153,6 +157,10 @@ def fallback_kernel(op, dtypes, params, dims, failed: Kernel) -> Kernel:
                       persist=True)
     skey = (op.name, id(op), dtypes, _params_key(params), tuple(sorted(dims.items())), str(target))
     _selected[skey] = k
+    prof = _profiling()
+    if prof is not None:  # inside pypto.profile(): the call that falls back is reported too
+        kp = _get_kernel(op, dtypes, params, dims, schedule=schedule, target=prof.target_for(target))
+        return prof.observe(dataclasses.replace(kp, source=k.source), op, dtypes, dims)
     return k
 
 

@@ -130,3 +130,47 @@ def test_cli_profile_errors_are_one_line():
     assert r.exit_code == 2 and r.output.startswith("error: shape item")
     r = _cli("profile", "softmax", "--shape", "R=4,C=4", "--schedule", "nope.json")
     assert r.exit_code == 2 and "--schedule" in r.output
+
+
+_FALLBACK = r"""
+import sys
+import numpy as np, pypto
+from pypto.compiler import targets
+from pypto.compiler.lower import build, fingerprint
+from pypto.database import DirectoryDatabase, Entry, Key, provenance
+from pypto.schedule.directives import Directive
+from pypto.schedule.schedule import Schedule
+
+op = pypto.get_op("softmax")
+fp = fingerprint(build(op, ("float32",), {}))
+key = Key.make("softmax", ("float32",), {"R": 8, "C": 33}, {}, targets.family(targets.host()), fp)
+broken = Schedule("softmax", (Directive.make("split", "out", var="c", outer="co", inner="ci", factor=64,
+                                             tail="shift_inwards"),))
+DirectoryDatabase(sys.argv[1]).commit([Entry(key=key, schedule=broken,
+                                             provenance=provenance(method="test", target="host"))])
+pypto.add_schedule_path(sys.argv[1])
+x = np.random.default_rng(0).random((8, 33)).astype(np.float32)
+want = np.exp(x - x.max(1, keepdims=True)); want /= want.sum(1, keepdims=True)
+for first_plain in (True, False):
+    if first_plain:
+        np.testing.assert_allclose(pypto.ops.softmax(x), want, rtol=1e-5)
+    with pypto.profile() as prof:
+        np.testing.assert_allclose(pypto.ops.softmax(x), want, rtol=1e-5)
+    assert len(prof.calls) == 1 and "failed" in prof.calls[0].schedule_source, prof.calls
+    pypto.compiler.jit.clear_memory_cache()
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("cache", ["disk", "off"])
+def test_profiling_a_call_whose_stored_schedule_fails_falls_back_and_reports(tmp_path, cache):
+    # Halide's profiled runtime crashes the process when a call fails, so the stored schedule is
+    # tried unprofiled first; the call then falls back to the default like any other call.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path / "cache") if cache == "disk" else "off")
+    p = subprocess.run([sys.executable, "-c", _FALLBACK, str(tmp_path / "db")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), (p.returncode, p.stderr[-2000:])
