@@ -495,7 +495,17 @@ def profile_call(op, arrays: Sequence[Any], params: Mapping[str, Any] | None = N
     sched = _resolve_schedule(op, dtypes, params, dims, schedule, t)
     token = _active.set(None)  # this call reports here, not also to an enclosing profile()
     try:
+        source = None
+        if sched is None:
+            # What a call runs: the stored schedule, or the default where that one fails at this
+            # shape; tried unprofiled, since Halide's profiled runtime cannot survive a failure.
+            from .harness import call_kernel
+
+            plain = call_kernel(op, dtypes, params, dims, arrays, t)
+            sched, source = plain.schedule, plain.source
         kernel = get_kernel(op, dtypes, params, dims, schedule=sched, target=Profiler.target_for(t))
+        if source is not None:
+            kernel = dataclasses.replace(kernel, source=source)
     finally:
         _active.reset(token)
     seen: list[_Seen] = []

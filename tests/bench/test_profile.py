@@ -158,6 +158,9 @@ for first_plain in (True, False):
         np.testing.assert_allclose(pypto.ops.softmax(x), want, rtol=1e-5)
     assert len(prof.calls) == 1 and "failed" in prof.calls[0].schedule_source, prof.calls
     pypto.compiler.jit.clear_memory_cache()
+from pypto.bench.profile import profile_call
+rep = profile_call("softmax", [x])
+assert "failed" in rep.schedule_source, rep.schedule_source
 print("ok")
 """
 
