@@ -40,7 +40,7 @@ from pypto.schedule.directives import Directive
 from pypto.schedule.gpu import GpuLimits, gpu_limits
 from pypto.schedule.schedule import Schedule
 
-from .space import lift_to_consumers
+from .space import choose, lift_to_consumers
 
 D = Directive.make
 GUARD = "guard_with_if"
@@ -142,22 +142,7 @@ class GpuSpace:
         return self.dims.get(var.upper())
 
     def _choose(self, t, name: str, choices: list, valid: list | None = None):
-        """Suggests from a fixed list and clamps to ``valid`` (largest valid value below, else
-        the smallest valid one), so that every trial's schedule is legal; hints fix or narrow."""
-        hint = self.hints.get(name)
-        if hint is not None and not isinstance(hint, (list, tuple)):
-            choices = [hint]
-        elif hint is not None:
-            choices = [c for c in choices if c in hint] or choices
-        v = t.suggest_categorical(name, list(choices))
-        if valid is None or v in valid:
-            return v
-        if not valid:
-            return choices[0]
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            return valid[0]
-        below = [c for c in valid if c <= v]
-        return max(below) if below else min(valid)
+        return choose(t, self.hints, name, choices, valid)
 
     def _input_extent(self, src: str, i: int) -> int | None:
         """Extent of Halide dim ``i`` of input ``src`` (its ``_im`` Func)."""

@@ -90,26 +90,7 @@ class Space:
         return self.dims.get(var.upper())
 
     def _choose(self, t: Suggest, name: str, choices: list, valid: list | None = None):
-        """Suggests from a fixed list (Optuna needs one per name) and clamps to ``valid``.
-
-        A value outside ``valid`` becomes the largest valid value below it (or the smallest valid
-        one), so a trial's effective schedule is always legal; hints fix or narrow a knob.
-        """
-        hint = self.hints.get(name)
-        if hint is not None and not isinstance(hint, (list, tuple)):
-            choices = [hint]
-        elif hint is not None:
-            choices = [c for c in choices if c in hint] or choices
-        v = t.suggest_categorical(name, list(choices))
-        if valid is None or v in valid:
-            return v
-        if not valid:
-            return choices[0]
-        try:
-            below = [c for c in valid if c <= v]
-            return max(below) if below else min(valid)
-        except TypeError:
-            return valid[0]
+        return choose(t, self.hints, name, choices, valid)
 
     # -- sampling -----------------------------------------------------------------------------
     def sample(self, t: Suggest) -> Schedule:
@@ -373,3 +354,28 @@ def lift_to_consumers(level: dict[str, str], readers, anchor: str, outputs: set[
                 level[name] = levels[cap]
                 changed = True
     return level
+
+
+def choose(t, hints: Mapping, name: str, choices: list, valid: list | None = None):
+    """Suggests ``name`` from a fixed list (Optuna needs one per name) and clamps to ``valid``.
+
+    A value outside ``valid`` becomes the largest valid value below it (or the smallest valid
+    one), so a trial's effective schedule is always legal; hints fix or narrow a knob.
+    """
+    hint = hints.get(name)
+    if hint is not None and not isinstance(hint, (list, tuple)):
+        choices = [hint]
+    elif hint is not None:
+        choices = [c for c in choices if c in hint] or choices
+    v = t.suggest_categorical(name, list(choices))
+    if valid is None or v in valid:
+        return v
+    if not valid:
+        return choices[0]
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return valid[0]
+    try:
+        below = [c for c in valid if c <= v]
+        return max(below) if below else min(valid)
+    except TypeError:  # a list of names: no order to clamp along
+        return valid[0]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the README's benchmark section on this machine (about 40 minutes on 2 cores).
+# Regenerates the README's benchmark section on this machine (about 20 minutes on 2 cores).
 #   bash benchmarks/make_results.sh [extra pypto bench options, e.g. op names]
 # Writes benchmarks/results/ (cpu.json with everything measured, the PNG charts, the memory
 # studies) and fills the README blocks between <!-- NAME:start --> and <!-- NAME:end -->.
