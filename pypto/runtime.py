@@ -146,20 +146,28 @@ def observe():
         _observers.reset(token)
 
 
-def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
-    """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run."""
+def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np.ndarray]):
+    """Runs the kernel a call picks on checked arrays; returns (outputs, kernel).
+
+    A stored schedule tuned for another shape may not fit this one: when it fails at run time,
+    the default schedule runs instead (and is remembered for this call's key).
+    """
     from .compiler.jit import fallback_kernel, get_kernel
 
-    arrays, dtypes, params, dims = prepare(op, args, kwargs)
     kernel = get_kernel(op, dtypes, params, dims)
     try:
-        outs = run_kernel(kernel, op, arrays, dims)
+        return run_kernel(kernel, op, arrays, dims), kernel
     except ExecutionError:
         if not kernel.source.startswith("database"):
             raise
-        # A stored schedule tuned for another shape may not fit this one: use the default.
-        kernel = fallback_kernel(op, dtypes, params, dims, kernel)
-        outs = run_kernel(kernel, op, arrays, dims)
+    kernel = fallback_kernel(op, dtypes, params, dims, kernel)
+    return run_kernel(kernel, op, arrays, dims), kernel
+
+
+def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
+    """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run."""
+    arrays, dtypes, params, dims = prepare(op, args, kwargs)
+    outs, kernel = run_as_call(op, dtypes, params, dims, arrays)
     seen = _observers.get()
     if seen is not None:
         seen.append((op, dtypes, params, dims, kernel))

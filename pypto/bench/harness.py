@@ -93,8 +93,6 @@ def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
 
 def machine_info() -> dict[str, Any]:
     """What the figures were measured on, stated with every report."""
-    import halide as hl
-
     from ..compiler import targets
     from ..database.entry import cpu_model, halide_version
     from .peers import blas_info, torch_available
@@ -113,7 +111,6 @@ def machine_info() -> dict[str, Any]:
         import torch
 
         info["torch"] = f"{torch.__version__}, {torch.get_num_threads()} threads"
-    del hl
     return info
 
 
@@ -148,22 +145,13 @@ def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) ->
 
 
 def call_kernel(op, dtypes, params, dims, arrays, target=None):
-    """The kernel a plain call ends up running: the database's or the default schedule, and the
-    default when a stored schedule fails at this shape, as ``pypto.ops`` calls do."""
+    """The kernel a plain call ends up running (``runtime.run_as_call``): the stored or default
+    schedule, and the default where a stored one fails at this shape."""
     from ..compiler import targets
-    from ..compiler.jit import fallback_kernel, get_kernel
-    from ..errors import ExecutionError
-    from ..runtime import run_kernel
+    from ..runtime import run_as_call
 
     with targets.target(target or targets.current()):
-        kernel = get_kernel(op, dtypes, params, dims)
-        if not kernel.source.startswith("database"):
-            return kernel
-        try:
-            run_kernel(kernel, op, arrays, dims)
-        except ExecutionError:
-            return fallback_kernel(op, dtypes, params, dims, kernel)
-    return kernel
+        return run_as_call(op, dtypes, params, dims, arrays)[1]
 
 
 def _failed(label: str, err: Exception) -> Candidate:
@@ -313,7 +301,7 @@ def peer_candidates(ctx: Context, compare: set[str]) -> tuple[dict[str, Candidat
                 compiled = peers.torch_compiled(peer)
                 t0 = time.perf_counter()
                 try:
-                    first = peers.torch_output(compiled)
+                    peers.torch_output(compiled)  # the first call compiles
                 except Exception as e:  # inductor needs a C++ compiler; a failure is a skipped peer
                     skipped["torch-compile"] = f"torch.compile failed: {type(e).__name__}: {str(e)[:200]}"
                 else:
@@ -321,7 +309,6 @@ def peer_candidates(ctx: Context, compare: set[str]) -> tuple[dict[str, Candidat
                     out["torch-compile"] = Candidate(fn=compiled, label="torch.compile",
                                                      outputs=lambda: peers.torch_output(compiled),
                                                      compile_s=dt)
-                    del first
     return out, skipped
 
 
@@ -344,9 +331,8 @@ def verify(ctx: Context, cands: Mapping[str, Candidate]) -> tuple[dict[str, Cand
             bad[name] = f"returned {len(got)} outputs, the reference {len(ctx.want)}"
             continue
         problem = None
-        for g, w in zip(got, ctx.want):
-            g = g.reshape(w.shape) if g.size == w.size and g.shape != w.shape else g
-            problem = mismatch(g.astype(w.dtype, copy=False) if g.dtype != w.dtype and g.shape == w.shape else g, w)
+        for g, w in zip(got, ctx.want):  # a peer may return a different but same-sized shape
+            problem = mismatch(g.reshape(w.shape) if g.size == w.size else g, w)
             if problem:
                 break
         if problem:
@@ -388,7 +374,7 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
             results[n]["compile_s"] = good[n].compile_s
     rec: dict[str, Any] = {
         "op": item.op, "shape": item.shape, "group": item.group, "dims": dict(ctx.dims),
-        "params": {k: v for k, v in ctx.params.items()}, "dtypes": list(ctx.dtypes),
+        "params": dict(ctx.params), "dtypes": list(ctx.dtypes),
         "results": results, "errors": bad, "skipped": skipped,
     }
     rec.update(summarize(results))
@@ -415,10 +401,8 @@ def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _add_cost(rec: dict, ctx: Context, roofs) -> None:
-    try:
-        from .cost import op_cost
-    except ImportError:
-        return
+    from .cost import op_cost, place
+
     try:
         cost = op_cost(ctx.op.name, ctx.dims, ctx.params, ctx.dtypes)
     except Exception as e:  # a cost the model cannot state is left out, not guessed
@@ -427,8 +411,6 @@ def _add_cost(rec: dict, ctx: Context, roofs) -> None:
     rec["cost"] = {"flops": cost.flops, "bytes": cost.bytes, "note": cost.note}
     if roofs is None or rec.get("pypto_ms") is None:
         return
-    from .cost import place
-
     rec["roofline"] = {n: place(cost, r["median_ms"], roofs) for n, r in rec["results"].items()}
 
 
@@ -596,15 +578,15 @@ import json, sys, time
 t0 = time.perf_counter()
 import pypto
 from pypto.bench.harness import Context, Item
-from pypto.bench.harness import call_kernel
-from pypto.runtime import run_kernel
+from pypto.compiler.jit import get_kernel
+from pypto.runtime import run_as_call
 item = Item(**json.loads(sys.argv[1]))
 t1 = time.perf_counter()
 ctx = Context(item)
 t2 = time.perf_counter()
-k = call_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims, ctx.arrays)
+get_kernel(ctx.op, ctx.dtypes, ctx.params, ctx.dims)
 t3 = time.perf_counter()
-run_kernel(k, ctx.op, ctx.arrays, ctx.dims)
+_, k = run_as_call(ctx.op, ctx.dtypes, ctx.params, ctx.dims, ctx.arrays)  # the default if it fails
 t4 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "inputs_s": t2 - t1, "compile_s": t3 - t2, "first_call_s": t4 - t3,
                   "first_result_s": (t1 - t0) + (t4 - t2), "source": k.source, "loaded": bool(k.disk)}))
