@@ -26,15 +26,37 @@ def _fmt_sigs(op) -> str:
                        for s in op.dtypes)
 
 
+_ARRAY_PROTOCOLS = ("__array__", "__array_interface__", "__array_struct__")
+
+
 def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
-    if isinstance(value, np.ndarray):
-        return value
-    if hasattr(value, "__array__") or isinstance(value, (list, tuple, int, float)):
+    """``value`` as a NumPy array in native byte order: the one door every op input goes through.
+
+    Anything NumPy can read without guessing is accepted: arrays, nested lists and numbers, and
+    objects exposing the array protocols (a CPU torch tensor, for one). Halide reads raw bytes, so
+    an array in the other byte order ('>f4' on a little-endian machine) is converted here, once;
+    a native array is returned as is, without a copy.
+    """
+    if not isinstance(value, np.ndarray):
+        if getattr(value, "requires_grad", False) is True and \
+                type(value).__module__.partition(".")[0] == "torch":
+            # Reading it would drop the gradient silently (and torch refuses with a raw error).
+            raise DtypeError(
+                f"{op_name}: argument '{arg}' is a torch tensor that requires grad; pass "
+                f"{arg}.detach() to compute without gradients (the upcoming pypto.torch bridge "
+                f"will carry gradients through PyPTO ops)")
+        if not (isinstance(value, (list, tuple, int, float, np.generic))
+                or any(hasattr(value, p) for p in _ARRAY_PROTOCOLS)):
+            raise DtypeError(f"{op_name}: argument '{arg}' must be a NumPy array, got "
+                             f"{type(value).__name__}")
         try:
-            return np.asarray(value)
-        except (ValueError, TypeError) as e:
+            value = np.asarray(value)
+        except (ValueError, TypeError, RuntimeError) as e:
             raise DtypeError(f"{op_name}: argument '{arg}' is not an array ({e})") from None
-    raise DtypeError(f"{op_name}: argument '{arg}' must be a NumPy array, got {type(value).__name__}")
+    if not value.dtype.isnative:
+        # astype to the same dtype in native order swaps the bytes (one copy, values unchanged).
+        value = value.astype(value.dtype.newbyteorder("="))
+    return value
 
 
 def check_inputs(op, arrays: Sequence[np.ndarray]) -> tuple[tuple[str, ...], dict[str, int]]:

@@ -1,0 +1,194 @@
+"""Inputs in a non-native byte order, and other array-likes, reach every op family correctly.
+
+Halide reads an array's bytes as they lie in memory, so a big-endian array on a little-endian
+machine (or the reverse) must be converted to native order before a kernel sees it. The check
+here is strict: the same values in swapped byte order give bit-identical results to the native
+call, for at least one public call of every op (1-byte dtypes have no byte order, so ops whose
+arrays are all 1-byte are left out: dequantize, quantized_matmul).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.ops as P
+from pypto.errors import DtypeError
+from pypto.runtime import as_array
+
+F32 = "float32"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _r(shape, dtype=F32, seed=0, low=-1.0, high=1.0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(low, high, size=shape).astype(dtype)
+    return rng.integers(-50, 51, size=shape).astype(dtype)
+
+
+def _swapped(a):
+    """The same values with the opposite byte order (non-native on any machine)."""
+    return a.astype(a.dtype.newbyteorder("S"))
+
+
+# name -> () -> (args, kwargs): one public call per op, small odd shapes.
+CALLS = {
+    # elementwise (unary)
+    **{n: (lambda: ((_r((3, 5)),), {})) for n in (
+        "abs", "ceil", "cos", "erf", "exp", "expm1", "floor", "gelu", "leaky_relu", "neg",
+        "reciprocal", "relu", "round", "sigmoid", "silu", "sin", "softplus", "square", "tanh")},
+    **{n: (lambda: ((_r((3, 5), low=0.1, high=2.0),), {})) for n in ("log", "log1p", "rsqrt",
+                                                                      "sqrt")},
+    "clip": lambda: ((_r((3, 5)),), {"min": -0.5, "max": 0.25}),
+    # elementwise (binary), one of them in int32 and one broadcasting
+    **{n: (lambda: ((_r((3, 5)), _r((3, 5), seed=1)), {})) for n in (
+        "add", "maximum", "minimum", "mul", "sub", "swiglu")},
+    "div": lambda: ((_r((3, 5)), _r((5,), seed=1, low=0.5, high=2.0)), {}),
+    "pow": lambda: ((_r((3, 5), low=0.1, high=2.0), _r((3, 5), seed=1)), {}),
+    "where": lambda: ((_r((3, 5)) > 0, _r((3, 5), "int32"), _r((3, 5), "int32", seed=1)), {}),
+    # reductions: float64 and int32 too
+    "sum": lambda: ((_r((4, 7), "float64"),), {"axis": 1}),
+    "prod": lambda: ((_r((4, 7), low=0.9, high=1.1),), {}),
+    "max": lambda: ((_r((4, 7), "int32"),), {"axis": 0}),
+    **{n: (lambda: ((_r((4, 7)),), {"axis": -1})) for n in (
+        "argmax", "argmin", "logsumexp", "mean", "min", "std", "var")},
+    # norm
+    "softmax": lambda: ((_r((3, 7)),), {}),
+    "log_softmax": lambda: ((_r((3, 7), "float64"),), {"axis": 0}),
+    "layer_norm": lambda: ((_r((3, 7)), _r((7,), seed=1), _r((7,), seed=2)), {}),
+    "rms_norm": lambda: ((_r((3, 7)), _r((7,), seed=1)), {}),
+    "batch_norm": lambda: ((_r((2, 3, 5)), _r((3,), seed=1), _r((3,), seed=2, low=0.5, high=2),
+                            _r((3,), seed=3), _r((3,), seed=4)), {}),
+    # linalg
+    "matmul": lambda: ((_r((3, 5)), _r((5, 7), seed=1)), {}),
+    "batch_matmul": lambda: ((_r((2, 3, 5)), _r((2, 5, 7), seed=1)), {}),
+    "linear": lambda: ((_r((3, 5)), _r((7, 5), seed=1), _r((7,), seed=2)), {}),
+    "transpose": lambda: ((_r((3, 5), "float64"),), {}),
+    "batch_transpose": lambda: ((_r((2, 3, 5, 2)),), {}),
+    # attention
+    "scaled_dot_product_attention": lambda: ((_r((1, 2, 5, 4)), _r((1, 2, 3, 4), seed=1),
+                                              _r((1, 2, 3, 6), seed=2)), {}),
+    # nn
+    "conv2d": lambda: ((_r((1, 2, 7, 6)), _r((3, 2, 3, 3), seed=1), _r((3,), seed=2)),
+                       {"padding": 1}),
+    "depthwise_conv2d": lambda: ((_r((1, 3, 7, 6)), _r((3, 1, 3, 3), seed=1)), {}),
+    "max_pool2d": lambda: ((_r((1, 2, 7, 6)),), {"kernel_size": 2}),
+    "avg_pool2d": lambda: ((_r((1, 2, 7, 6)),), {"kernel_size": 3, "stride": 2}),
+    "lstm_cell": lambda: ((_r((2, 3)), _r((2, 4), seed=1), _r((2, 4), seed=2),
+                           _r((16, 3), seed=3), _r((16, 4), seed=4), _r((16,), seed=5),
+                           _r((16,), seed=6)), {}),
+    # image
+    "box_blur": lambda: ((_r((2, 7, 9)),), {"size": 3}),
+    "gaussian_blur": lambda: ((_r((7, 9)),), {"sigma": 1.0}),
+    "sobel": lambda: ((_r((7, 9), "float64"),), {}),
+    "resize_bilinear": lambda: ((_r((7, 9)),), {"height": 5, "width": 11}),
+    "roi_align": lambda: ((_r((1, 2, 8, 9)),
+                           np.array([[0, 1.0, 1.5, 6.0, 7.0], [0, 0.0, 0.0, 3.0, 4.0]], F32)),
+                          {"output_size": 2}),
+    # quant (int8/uint8 arrays have one byte: nothing to swap)
+    "quantize": lambda: ((_r((3, 5)),), {"scale": 0.05, "zero_point": 3}),
+    "requantize": lambda: ((_r((3, 5), "int32"),), {"scale": 0.5, "zero_point": -2}),
+}
+
+ONE_BYTE_ONLY = {"dequantize", "quantized_matmul"}
+NO_ARRAY_INPUT = {"anchor_boxes"}   # sizes/ratios are read as float64 sequences
+
+
+def test_every_op_with_a_multibyte_array_is_covered():
+    names = {op.name for op in pypto.list_ops()}
+    assert names - ONE_BYTE_ONLY - NO_ARRAY_INPUT == set(CALLS)
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_swapped_byte_order_gives_the_native_result(name):
+    args, kwargs = CALLS[name]()
+    fn = getattr(P, name)
+    want = fn(*args, **kwargs)
+    swapped = [_swapped(a) if a.dtype.itemsize > 1 else a for a in args]
+    assert any(not a.dtype.isnative for a in swapped)
+    got = fn(*swapped, **kwargs)
+    for g, w in zip(got if isinstance(got, tuple) else (got,),
+                    want if isinstance(want, tuple) else (want,)):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.dtype.isnative, name
+        np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def test_the_issue_examples_give_the_right_values():
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    e = np.exp(np.arange(3.0) - 2.0)
+    np.testing.assert_allclose(P.softmax(x), np.tile(e / e.sum(), (2, 1)), rtol=1e-6)
+    assert P.sum(np.ones(4, ">f8")) == 4.0
+
+
+def test_the_canonical_kernel_call_converts_too():
+    x = _r((3, 7))
+    np.testing.assert_array_equal(P.softmax.kernel(_swapped(x)), P.softmax.kernel(x))
+
+
+def test_a_non_native_transposed_view_is_converted():
+    # A transposed big-endian view: order and layout are both fixed, values kept.
+    x = _swapped(_r((5, 3))).T
+    np.testing.assert_array_equal(P.exp(x), P.exp(np.ascontiguousarray(x.astype(F32))))
+
+
+def test_native_arrays_pass_through_without_a_copy():
+    x = _r((3, 4))
+    assert as_array(x, "op", "x") is x
+    y = as_array(_swapped(x), "op", "x")
+    assert y.dtype.isnative and y.dtype == x.dtype
+    np.testing.assert_array_equal(y, x)
+
+
+class _Interface:
+    """Exposes only the array interface (no ``__array__``), like some foreign buffers."""
+
+    def __init__(self, a):
+        self._a = a
+        self.__array_interface__ = a.__array_interface__
+
+
+def test_an_object_with_only_the_array_interface_is_accepted():
+    x = _r((3, 4))
+    np.testing.assert_array_equal(P.exp(_Interface(x)), P.exp(x))
+    np.testing.assert_array_equal(P.exp(_Interface(_swapped(x))), P.exp(x))
+
+
+def test_a_torch_tensor_that_requires_grad_raises_a_dtype_error_saying_what_to_do():
+    torch = pytest.importorskip("torch")
+    t = torch.ones(2, 3, requires_grad=True)
+    with pytest.raises(DtypeError, match=r"requires grad.*\.detach\(\)"):
+        P.softmax(t)
+    with pytest.raises(DtypeError, match="argument 'b'"):
+        P.matmul(np.ones((2, 3), np.float32), torch.ones(3, 2, requires_grad=True))
+    # Detached, the same tensor is read in place of an array.
+    np.testing.assert_allclose(P.softmax(t.detach()), np.full((2, 3), 1 / 3, np.float32),
+                               rtol=1e-6)
+
+
+_ISSUE_EXAMPLES = """
+import numpy as np, pypto.ops as P
+print(P.softmax(np.arange(6, dtype='>f4').reshape(2, 3))[0].tolist())
+print(float(P.sum(np.ones(4, '>f8'))))
+"""
+
+
+def test_the_issue_examples_through_the_disk_cache(tmp_path):
+    # The on-disk kernels are called through ctypes, which took the swapped bytes silently
+    # (the in-memory JIT's hl.Buffer refused them with a bare ValueError instead).
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    for _ in range(2):      # a cold cache, then kernels loaded from it
+        out = subprocess.run([sys.executable, "-c", _ISSUE_EXAMPLES], env=env, text=True,
+                             capture_output=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        row, total = out.stdout.split("\n")[:2]
+        e = np.exp(np.arange(3.0) - 2.0)
+        np.testing.assert_allclose(json.loads(row), e / e.sum(), rtol=1e-6)
+        assert float(total) == 4.0
