@@ -26,9 +26,6 @@ def _fmt_sigs(op) -> str:
                        for s in op.dtypes)
 
 
-_ARRAY_PROTOCOLS = ("__array__", "__array_interface__", "__array_struct__")
-
-
 def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
     """``value`` as a NumPy array in native byte order: the one door every op input goes through.
 
@@ -46,7 +43,8 @@ def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
                 f"{arg}.detach() to compute without gradients (the upcoming pypto.torch bridge "
                 f"will carry gradients through PyPTO ops)")
         if not (isinstance(value, (list, tuple, int, float, np.generic))
-                or any(hasattr(value, p) for p in _ARRAY_PROTOCOLS)):
+                or any(hasattr(value, p) for p in ("__array__", "__array_interface__",
+                                                    "__array_struct__"))):
             raise DtypeError(f"{op_name}: argument '{arg}' must be a NumPy array, got "
                              f"{type(value).__name__}")
         try:
