@@ -23,12 +23,12 @@ from typing import Any
 
 import optuna
 
-from pypto.bench.inputs import complete_dims
 from pypto.compiler import targets
 from pypto.compiler.lower import build, fingerprint
 from pypto.database import DirectoryDatabase, Entry, Key, provenance
 from pypto.database.lookup import distance
 from pypto.errors import PyptoError, TargetError
+from pypto.infra.inputs import complete_dims
 from pypto.ops._load import resolve_op
 from pypto.schedule.defaults import default_schedule
 from pypto.schedule.schedule import Schedule

@@ -48,7 +48,7 @@ class Worker:
     def setup(self, req):
         import numpy as np
 
-        from pypto.bench.inputs import make_inputs
+        from pypto.infra.inputs import make_inputs
         from pypto.compiler import targets
         from pypto.ops._load import resolve_op
 
@@ -150,7 +150,7 @@ class Worker:
         return None
 
     def evaluate(self, req):
-        from pypto.bench.timing import compare
+        from pypto.infra.timing import compare
 
         inject = req.get("inject")
         if inject == "hang_compile":
@@ -203,7 +203,7 @@ class Worker:
         return {"status": "ok", "schedule": s.to_json(), "seconds": time.perf_counter() - t0}
 
     def compare(self, req):
-        from pypto.bench.timing import compare
+        from pypto.infra.timing import compare
 
         fns, errors = {}, {}
         for name, sched in req["schedules"].items():
@@ -241,13 +241,13 @@ class Worker:
 
 
 def _poison(a) -> None:
-    from pypto.bench.verify import poison
+    from pypto.infra.verify import poison
 
     poison(a)
 
 
 def _mismatch(got, want, tol) -> str | None:
-    from pypto.bench.verify import mismatch
+    from pypto.infra.verify import mismatch
 
     return mismatch(got, want, tol)
 

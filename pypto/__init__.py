@@ -16,11 +16,10 @@ from .database import explain
 from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, InputError,
                      OpDefinitionError, ParamError, PyptoError, ScheduleError, ShapeError,
                      StaleScheduleError, TargetError, UnknownOpError)
+from .infra.version import __version__
 from .ops import Op, Param, get_op, list_ops, op
 from .schedule.directives import Directive
 from .schedule.schedule import Schedule
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",

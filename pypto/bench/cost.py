@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DtypeError, ParamError
-from .inputs import complete_dims, parse_shape
+from ..infra.inputs import complete_dims, parse_shape
 
 __all__ = ["Cost", "TRANSCENDENTAL", "op_cost", "place"]
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParamError, PyptoError
-from .verify import mismatch
+from ..infra.verify import mismatch
 
 AUTOS = ("adams2019", "mullapudi2016", "li2018")
 PEERS = ("numpy", "torch", "torch-compile", "halide")
@@ -130,7 +130,7 @@ def _as_list(out) -> list[np.ndarray]:
 
 def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) -> Candidate:
     from ..runtime import run_kernel
-    from .verify import poison
+    from ..infra.verify import poison
 
     outs = [np.empty(tuple(dims[d] for d in spec.dims), dtype=dt)
             for spec, dt in zip(op.outputs, kernel.out_dtypes)]
@@ -167,7 +167,7 @@ class Context:
     def __init__(self, item: Item, target=None):
         from ..compiler import targets
         from ..ops import get_op
-        from .inputs import complete_dims, make_inputs, parse_shape
+        from ..infra.inputs import complete_dims, make_inputs, parse_shape
 
         self.item = item
         self.op = get_op(item.op)
@@ -316,7 +316,7 @@ def peer_candidates(ctx: Context, compare: set[str]) -> tuple[dict[str, Candidat
 
 def verify(ctx: Context, cands: Mapping[str, Candidate]) -> tuple[dict[str, Candidate], dict[str, str], dict[str, float]]:
     """Candidates whose outputs match the reference; the others with the reason."""
-    from .verify import max_error
+    from ..infra.verify import max_error
 
     good: dict[str, Candidate] = {}
     bad: dict[str, str] = {}
@@ -348,7 +348,7 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
              timing: Mapping[str, Any] | None = None, target=None, roofs=None,
              log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Measures one item; returns its JSON record (see ``report_schema.json``)."""
-    from .timing import compare as time_side_by_side
+    from ..infra.timing import compare as time_side_by_side
 
     ctx = Context(item, target)
     if item.compare is not None:

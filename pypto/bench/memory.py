@@ -173,7 +173,7 @@ def _measure(req: Mapping[str, Any]) -> dict:
     import numpy as np
 
     from .. import get_op
-    from .inputs import complete_dims, make_inputs
+    from ..infra.inputs import complete_dims, make_inputs
     from .profile import peak_rss_bytes, profile_call, reset_peak_rss, rss_bytes
 
     impl = req["impl"]

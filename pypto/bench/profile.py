@@ -22,7 +22,6 @@ of the call, so text another thread prints at that moment is captured with it (a
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import ctypes
 import dataclasses
 import os
@@ -32,6 +31,8 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ..infra.profiling import collecting
 
 #: Rows Halide adds for its own work rather than for a Func of the algorithm.
 INTERNAL_ROWS = frozenset({"overhead", "halide_malloc", "halide_free",
@@ -370,14 +371,8 @@ class _Profiled:
 
 # -- the profiling context --------------------------------------------------------------------
 
-_active: contextvars.ContextVar[Profiler | None] = contextvars.ContextVar("pypto_profile",
-                                                                         default=None)
-
-
-def active() -> Profiler | None:
-    """The profiler collecting op calls right now (read by the JIT when it picks a kernel)."""
-    return _active.get()
-
+# The on/off switch is :mod:`pypto.infra.profiling` (the JIT reads it there); this module only
+# supplies the profiler that the switch holds.
 
 class Profiler:
     """Collects a :class:`ProfileReport` for every op call made while it is active."""
@@ -433,12 +428,8 @@ def profile():
     Calls inside compile with Halide's profiler (once per op and shape, cached apart from the
     unprofiled kernels); each call's report lands in ``prof.calls``.
     """
-    prof = Profiler()
-    token = _active.set(prof)
-    try:
+    with collecting(Profiler()) as prof:
         yield prof
-    finally:
-        _active.reset(token)
 
 
 # -- one op, one shape ------------------------------------------------------------------------
@@ -493,8 +484,7 @@ def profile_call(op, arrays: Sequence[Any], params: Mapping[str, Any] | None = N
 
         t = t.with_feature(hl.TargetFeature.JIT)
     sched = _resolve_schedule(op, dtypes, params, dims, schedule, t)
-    token = _active.set(None)  # this call reports here, not also to an enclosing profile()
-    try:
+    with collecting(None):  # this call reports here, not also to an enclosing profile()
         source = None
         if sched is None:
             # What a call runs: the stored schedule, or the default where that one fails at this
@@ -506,8 +496,6 @@ def profile_call(op, arrays: Sequence[Any], params: Mapping[str, Any] | None = N
         kernel = get_kernel(op, dtypes, params, dims, schedule=sched, target=Profiler.target_for(t))
         if source is not None:
             kernel = dataclasses.replace(kernel, source=source)
-    finally:
-        _active.reset(token)
     seen: list[_Seen] = []
     pk = dataclasses.replace(kernel, callable=_Profiled(kernel.callable, kernel.disk, seen.append))
     outs = run_kernel(pk, op, arrays, dims)

@@ -6,7 +6,7 @@ compiled by PyPTO reaches here. So both roofs are measured with PyPTO's own mach
 microbenchmark is an :class:`~pypto.ops._op.Op` (built without registering it, so it never shows in
 ``pypto.list_ops()``), scheduled with explicit :class:`~pypto.schedule.schedule.Schedule` data,
 compiled by :func:`~pypto.compiler.jit.compile_built`, run by :func:`~pypto.runtime.run_kernel`,
-checked against NumPy and then timed with :func:`~pypto.bench.timing.compare`.
+checked against NumPy and then timed with :func:`~pypto.infra.timing.compare`.
 
 - ``fma``: every output element runs a chain of ``iters`` dependent multiply-adds
   ``a = a * b + c``. Independence comes from the vector: the output's innermost dim is vectorized
@@ -52,7 +52,7 @@ from ..runtime import run_kernel
 from ..schedule.defaults import vector_lanes
 from ..schedule.directives import LIMITS, Directive
 from ..schedule.schedule import Schedule
-from .timing import compare
+from ..infra.timing import compare
 
 __all__ = ["Roofs", "Microbench", "MicrobenchmarkError", "microbenchmarks", "verify",
            "measure_roofs", "fma_assembly", "plot_roofline"]
@@ -366,7 +366,7 @@ def measure_roofs(target=None, quick: bool = False) -> Roofs:
     """Builds, checks and times the microbenchmarks; returns the roofs.
 
     Every kernel is verified against NumPy first (:func:`verify`), then all are timed interleaved
-    with :func:`~pypto.bench.timing.compare`; the roofs are work / median time.
+    with :func:`~pypto.infra.timing.compare`; the roofs are work / median time.
     """
     benches = microbenchmarks(target, quick=quick)
     for b in benches.values():

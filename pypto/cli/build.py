@@ -28,7 +28,7 @@ from .common import dtype_option, param_option, parse_params
 def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, all_shapes,
           name, out_dir):
     """Build OP for TARGET into DIR, with a manifest describing the function."""
-    from ..bench.inputs import complete_dims, parse_shape
+    from ..infra.inputs import complete_dims, parse_shape
     from ..compiler.aot import build_op
     from ..ops._load import resolve_op
     from .common import dtype_signature

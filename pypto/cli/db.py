@@ -55,7 +55,7 @@ def list_(op_name, family, dbs):
 @db_option
 def show(op_name, shape, dtype, params, target, as_python, dbs):
     """Show the entries of one op (optionally the one for a shape)."""
-    from ..bench.inputs import parse_shape
+    from ..infra.inputs import parse_shape
     from ..compiler import targets
     from ..compiler.lower import build
     from ..database.jsonio import dumps
@@ -158,7 +158,7 @@ def prune_(dry_run, dbs):
 @click.option("--no-measure", is_flag=True, help="Store without timing.")
 def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_measure):
     """Run Halide's autoschedulers for a shape and store each result (checked against NumPy)."""
-    from ..bench.inputs import complete_dims, parse_shape
+    from ..infra.inputs import complete_dims, parse_shape
     from ..compiler import targets
     from ..database.store import DirectoryDatabase
     from ..database.tools import import_autoschedule

@@ -56,7 +56,7 @@ def capture_stdout(fn) -> str:
 @target_option
 def show(name, shape, dtype, params, target):
     """Signature, reference, default schedule and loop nest of one op."""
-    from ..bench.inputs import complete_dims, parse_shape
+    from ..infra.inputs import complete_dims, parse_shape
     from ..compiler import targets
     from ..compiler.jit import compile_built
     from ..compiler.lower import build

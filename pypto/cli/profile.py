@@ -49,7 +49,7 @@ def _schedule(op, spec: str):
 def profile(op_name, shape, dtype, params, schedule_spec, target, runs, min_samples, budget,
             stmt_html_path, json_path, no_check):
     """Profile OP at a shape: time, threads and heap per Func, and the process's peak memory."""
-    from ..bench.inputs import complete_dims, make_inputs, parse_shape
+    from ..infra.inputs import complete_dims, make_inputs, parse_shape
     from ..bench.profile import profile_call, stmt_html
     from ..compiler import targets
     from ..ops._load import resolve_op

@@ -68,7 +68,7 @@ def read_suite(path: str) -> list[dict]:
 def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_dir, sampler, seed,
          n_jobs, suite, baselines, no_write, no_progress, json_out, worker_only):
     """Tune OP (a built-in op, path/file.py:NAME or package.module:NAME) for one or more shapes."""
-    from ..bench.inputs import parse_shape
+    from ..infra.inputs import parse_shape
 
     try:
         from autotune.tuner import TuneConfig, Tuner, format_table

@@ -20,8 +20,8 @@ from typing import Any
 
 import halide as hl
 
-from ..database.entry import halide_version as _halide_version
 from ..errors import CompileError, PyptoError, ScheduleError, StaleScheduleError, TargetError
+from ..infra.version import halide_version as _halide_version
 from ..schedule.apply import apply_schedule
 from ..schedule.defaults import default_schedule
 from ..schedule.schedule import Schedule
@@ -105,7 +105,7 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
              formats: Sequence[str] = ("static",), name: str | None = None,
              schedule_file: str | None = None, require_tuned: bool = False) -> BuildResult:
     """Compiles ``op`` for ``target`` (comma-separated: a multi-target static library)."""
-    from .. import __version__
+    from ..infra.version import __version__
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -126,7 +126,7 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
     sched_dims = dims
     if dims is None:
         # No shape: the library accepts any shape; its schedule is chosen for the op's example.
-        from ..bench.inputs import complete_dims
+        from ..infra.inputs import complete_dims
 
         sched_dims = complete_dims(op, op.example or {d: 64 for d in op.input_dims}, params)
         warnings.append(f"{op.name}: no --shape; the schedule is chosen for the example shape "
@@ -275,8 +275,8 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
                      name: str | None = None) -> BuildResult:
     """One static library whose entry point takes any shape and runs the schedule tuned for the
     nearest stored shape (by the database's distance), falling back to the default schedule."""
-    from .. import __version__
-    from ..bench.inputs import complete_dims
+    from ..infra.version import __version__
+    from ..infra.inputs import complete_dims
     from ..database.lookup import search_path
 
     out = Path(out_dir)

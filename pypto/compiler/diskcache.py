@@ -48,8 +48,8 @@ def enabled(target: hl.Target) -> bool:
 
 
 def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str) -> str:
-    from .. import __version__
-    from ..database.entry import halide_version as _halide_version
+    from ..infra.version import __version__
+    from ..infra.version import halide_version as _halide_version
 
     text = json.dumps([FORMAT, op_name, fp, list(dtypes), sorted(params.items()), schedule_hash,
                        target.replace("-jit", ""), _halide_version(), __version__], default=str)

@@ -9,8 +9,8 @@ from typing import Any
 
 import halide as hl
 
-from ..bench.profile import active as _profiling
 from ..errors import CompileError, ScheduleError
+from ..infra.profiling import active as _profiling
 from ..schedule.apply import apply_schedule
 from ..schedule.defaults import default_schedule
 from ..schedule.schedule import Schedule

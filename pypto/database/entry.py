@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import platform
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import DatabaseError, ScheduleError
+from ..infra.version import __version__, cpu_model, halide_version
 from ..schedule.schedule import Schedule
 
 FORMAT = 1
@@ -92,29 +92,7 @@ def provenance(*, method: str, target: str, **extra) -> dict[str, Any]:
     """Where a result came from: versions, target, CPU, date, and how it was found."""
     import halide
 
-    from .. import __version__
-
     return {"pypto": __version__, "halide": getattr(halide, "__version__", None) or halide_version(),
             "target": target, "cpu": cpu_model(), "date": datetime.datetime.now(
                 datetime.timezone.utc).isoformat(timespec="seconds"),
             "method": method, **extra}
-
-
-def halide_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("halide")
-    except Exception:
-        return "unknown"
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()

@@ -151,8 +151,8 @@ def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], na
                         target: hl.Target, db: Database, *, check: bool = True,
                         measure: bool = True) -> Entry:
     """Runs an autoscheduler, checks its output against NumPy, times it beside the default, stores it."""
-    from ..bench.inputs import make_inputs
-    from ..bench.timing import compare
+    from ..infra.inputs import make_inputs
+    from ..infra.timing import compare
     from ..dtypes import tolerance
     from ..runtime import run_kernel
     from ..schedule.autoschedule import import_schedule

@@ -1,0 +1,67 @@
+"""Deterministic inputs for an op at a concrete shape (for tuning, checking and benchmarks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import ShapeError
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """``"M=1024,N=1024,K=1024"`` -> ``{"M": 1024, "N": 1024, "K": 1024}``."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        name = name.strip().upper()
+        if not sep or not name.isidentifier():
+            raise ShapeError(f"shape item {part!r} must look like NAME=INT (e.g. M=1024)")
+        try:
+            n = int(value)
+        except ValueError:
+            raise ShapeError(f"shape item {part!r}: {value!r} is not an integer") from None
+        if n < 1:
+            raise ShapeError(f"shape item {part!r}: extents must be >= 1")
+        out[name] = n
+    return out
+
+
+def complete_dims(op, shape: Mapping[str, int], params: Mapping) -> dict[str, int]:
+    """Checks that ``shape`` names every input dim of ``op`` and adds the derived output dims."""
+    need = op.input_dims
+    missing = [d for d in need if d not in shape]
+    extra = [d for d in shape if d not in op.dims]
+    if missing or extra:
+        raise ShapeError(f"{op.name}: shape must name {', '.join(need)}"
+                         + (f"; missing {', '.join(missing)}" if missing else "")
+                         + (f"; unknown {', '.join(extra)}" if extra else "")
+                         + f" (e.g. --shape {','.join(f'{d}={v}' for d, v in (op.example or {d: 64 for d in need}).items())})")
+    dims = {d: int(shape[d]) for d in need}
+    if op.derive is not None:
+        for d, n in op.derive(dict(dims), dict(params)).items():
+            if n < 1:
+                raise ShapeError(f"{op.name}: output dim {d} would be {n}; inputs too small")
+            dims[d] = int(n)
+    return dims
+
+
+def make_inputs(op, dtypes, dims: Mapping[str, int], params: Mapping, seed: int = 0) -> list[np.ndarray]:
+    """Random inputs in the op's canonical form; ops with constraints supply ``make_inputs``."""
+    rng = np.random.default_rng(seed)
+    hook = getattr(op, "make_inputs", None)
+    if hook is not None:
+        return list(hook(dims, dtypes, params, rng))
+    out = []
+    for spec, dt in zip(op.inputs, dtypes):
+        shape = tuple(dims[d] for d in spec.dims)
+        kind = np.dtype(dt).kind
+        if kind == "f":
+            a = rng.uniform(-1.0, 1.0, size=shape).astype(dt)
+        elif kind == "b":
+            a = rng.integers(0, 2, size=shape).astype(bool)
+        else:
+            info = np.iinfo(dt)
+            a = rng.integers(max(info.min, -50), min(info.max, 50) + 1, size=shape).astype(dt)
+        out.append(a)
+    return out
