@@ -137,14 +137,12 @@ class Worker:
 
     def check(self, kernel, inject=None) -> str | None:
         """None when the kernel's output matches the reference, else why not."""
-        from pypto.dtypes import tolerance
-
         run, outs = self._runner(kernel)
         run()
         if inject == "wrong":
             outs[0].flat[0] = outs[0].flat[0] + 1
         for got, want in zip(outs, self.ctx["want"]):
-            err = _mismatch(got, want, tolerance(want.dtype.name))
+            err = _mismatch(got, want)
             if err:
                 return err
         return None
@@ -221,13 +219,11 @@ class Worker:
             fns["numpy"] = lambda: c["op"].kernel_ref(*c["arrays"], **c["params"])
         if req.get("torch", True):
             from pypto.bench.peers import torch_output, torch_peer
-            from pypto.dtypes import tolerance
 
             peer = torch_peer(c["op"].name, c["arrays"], c["params"])
             if peer is not None:
                 got = torch_output(peer)
-                problem = next((p for p in (_mismatch(g.reshape(w.shape) if g.size == w.size else g, w,
-                                                      tolerance(w.dtype.name))
+                problem = next((p for p in (_mismatch(g.reshape(w.shape) if g.size == w.size else g, w)
                                             for g, w in zip(got, c["want"])) if p), None)
                 if problem:
                     errors["torch"] = problem
@@ -246,10 +242,10 @@ def _poison(a) -> None:
     poison(a)
 
 
-def _mismatch(got, want, tol) -> str | None:
+def _mismatch(got, want) -> str | None:
     from pypto.infra.verify import mismatch
 
-    return mismatch(got, want, tol)
+    return mismatch(got, want)
 
 
 def _spin():

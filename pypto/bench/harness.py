@@ -61,7 +61,7 @@ def default_suite_path() -> str | None:
 
 def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
     """Items of a suite file: its ``ops`` (group "suite") and, with ``sizes``, its ``sizes``."""
-    from ..database.jsonio import strict_loads
+    from ..infra.jsonio import strict_loads
 
     try:
         with open(path, "rb") as f:
@@ -94,7 +94,7 @@ def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
 def machine_info() -> dict[str, Any]:
     """What the figures were measured on, stated with every report."""
     from ..compiler import targets
-    from ..database.entry import cpu_model, halide_version
+    from ..infra.version import __version__, cpu_model, halide_version
     from .peers import blas_info, torch_available
 
     info = {
@@ -104,8 +104,6 @@ def machine_info() -> dict[str, Any]:
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "openblas_env_unset": not (os.environ.get("OPENBLAS_CORETYPE") or os.environ.get("OPENBLAS_L2_SIZE")),
     }
-    from .. import __version__
-
     info["pypto"] = __version__
     if torch_available():
         import torch

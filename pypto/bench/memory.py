@@ -172,8 +172,8 @@ def _trim() -> None:
 def _measure(req: Mapping[str, Any]) -> dict:
     import numpy as np
 
-    from .. import get_op
     from ..infra.inputs import complete_dims, make_inputs
+    from ..ops import get_op
     from .profile import peak_rss_bytes, profile_call, reset_peak_rss, rss_bytes
 
     impl = req["impl"]
@@ -241,14 +241,10 @@ def _measure(req: Mapping[str, Any]) -> dict:
 def _agrees(op, arrays, params, got) -> bool:
     import numpy as np
 
-    from ..dtypes import tolerance
+    from ..infra.verify import mismatch
 
     want = op.kernel_ref(*arrays, **params)
-    want = np.asarray(want[0] if isinstance(want, tuple) else want)
-    rtol, atol = tolerance(want.dtype.name)
-    return got.shape == want.shape and bool(np.allclose(got.astype(np.float64),
-                                                        want.astype(np.float64), rtol=rtol * 10,
-                                                        atol=atol * 10, equal_nan=True))
+    return mismatch(got, np.asarray(want[0] if isinstance(want, tuple) else want)) is None
 
 
 def _child(arg: str) -> int:

@@ -466,10 +466,10 @@ def profile_call(op, arrays: Sequence[Any], params: Mapping[str, Any] | None = N
         check: compare the first call's output with the op's NumPy reference (ExecutionError if
             it differs), so a wrong kernel is never profiled.
     """
-    from .. import get_op
     from ..compiler import targets
     from ..compiler.jit import get_kernel
     from ..errors import ExecutionError
+    from ..ops import get_op
     from ..runtime import check_inputs, run_kernel
 
     op = get_op(op) if isinstance(op, str) else op
@@ -517,23 +517,11 @@ def profile_call(op, arrays: Sequence[Any], params: Mapping[str, Any] | None = N
 def _mismatch(op, arrays, params, outs) -> str | None:
     import numpy as np
 
-    from ..dtypes import tolerance
+    from ..infra.verify import mismatch
 
     want = op.kernel_ref(*arrays, **params)
     want = list(want) if isinstance(want, tuple) else [want]
-    for got, w in zip(outs, want):
-        w = np.asarray(w)
-        if got.shape != w.shape:
-            return f"shape {got.shape} != {w.shape}"
-        if got.dtype.kind in "fc":
-            rtol, atol = tolerance(got.dtype.name)
-            g, r = got.astype(np.float64), w.astype(np.float64)
-            bad = ~np.isclose(g, r, rtol=rtol * 10, atol=atol * 10, equal_nan=True)
-            if bad.any():
-                return f"{int(bad.sum())} of {bad.size} elements differ"
-        elif not np.array_equal(got, w):
-            return f"{int(np.sum(got != w))} elements differ"
-    return None
+    return next((why for got, w in zip(outs, want) if (why := mismatch(got, np.asarray(w)))), None)
 
 
 def stmt_html(op, dtypes: Sequence[str], params: Mapping[str, Any], dims: Mapping[str, int],

@@ -45,14 +45,15 @@ import numpy as np
 from ..compiler import targets
 from ..compiler.jit import Kernel, compile_built
 from ..compiler.lower import build
-from ..database.entry import cpu_model
 from ..errors import ParamError, PyptoError, ShapeError, TargetError
+from ..infra.timing import compare
+from ..infra.verify import mismatch
+from ..infra.version import cpu_model
 from ..ops._op import Op, Param, op
 from ..runtime import run_kernel
 from ..schedule.defaults import vector_lanes
 from ..schedule.directives import LIMITS, Directive
 from ..schedule.schedule import Schedule
-from ..infra.timing import compare
 
 __all__ = ["Roofs", "Microbench", "MicrobenchmarkError", "microbenchmarks", "verify",
            "measure_roofs", "fma_assembly", "plot_roofline"]
@@ -282,16 +283,10 @@ def verify(bench: Microbench) -> None:
     rtol, atol = (1e-4, 1e-5) if bench.unit == "flop" else (1e-6, 1e-6)
     bench.out.fill(np.nan)
     got = bench.run()
-    want = bench.reference()
-    if got.shape != want.shape:
-        raise MicrobenchmarkError(f"roofline microbenchmark {bench.name!r} gave shape {got.shape}, "
-                                  f"NumPy {want.shape}")
-    bad = np.argwhere(~np.isclose(got, want, rtol=rtol, atol=atol))
-    if len(bad):
-        at = tuple(int(i) for i in bad[0])
-        raise MicrobenchmarkError(
-            f"roofline microbenchmark {bench.name!r} differs from NumPy at {len(bad)} element(s), "
-            f"first at {at}: {got[at]} vs {want[at]}; its timing would be meaningless")
+    why = mismatch(got, bench.reference(), (rtol, atol))
+    if why:
+        raise MicrobenchmarkError(f"roofline microbenchmark {bench.name!r} differs from NumPy: "
+                                  f"{why}; its timing would be meaningless")
 
 
 # -- the roofs -----------------------------------------------------------------------------------

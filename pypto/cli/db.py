@@ -58,7 +58,7 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
     from ..infra.inputs import parse_shape
     from ..compiler import targets
     from ..compiler.lower import build
-    from ..database.jsonio import dumps
+    from ..infra.jsonio import dumps
     from ..ops._load import resolve_op
     from ..schedule.apply import apply_schedule
 

@@ -30,7 +30,7 @@ def parse_duration(text: str | None) -> float | None:
 
 def read_suite(path: str) -> list[dict]:
     """A suite file: JSON list of {"op", "shape", "dtype"?, "params"?} (``shape`` as "M=1,N=2")."""
-    from ..database.jsonio import strict_loads
+    from ..infra.jsonio import strict_loads
 
     with open(path, "rb") as f:
         doc = strict_loads(f.read(), path)

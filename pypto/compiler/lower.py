@@ -12,7 +12,26 @@ import halide as hl
 
 from ..dtypes import halide_type, numpy_name
 from ..errors import OpDefinitionError
-from ..ops._op import Dims, Op
+
+# The op is duck-typed here (``name``, ``inputs``/``outputs`` specs, ``build(images, params,
+# dims)``): lowering sits below pypto.ops, which re-exports ``Dims`` as part of its op model.
+Op = Any
+
+
+class Dims:
+    """Extents of the named dims inside an algorithm: ``dims.K`` is a Halide Expr.
+
+    Lowering makes one for every build and hands it to the op's algorithm as ``dims``.
+    """
+
+    def __init__(self, exprs: Mapping[str, Any]):
+        self._exprs = dict(exprs)
+
+    def __getattr__(self, name: str):
+        try:
+            return self._exprs[name]
+        except KeyError:
+            raise AttributeError(f"no input dim named {name!r}; known: {sorted(self._exprs)}") from None
 
 
 @dataclasses.dataclass

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DatabaseError
+from ..infra.jsonio import dumps, strict_loads
 from ..schedule.directives import LIMITS
 from .entry import FAMILY_RE, FORMAT, OP_RE, Entry, Key
-from .jsonio import dumps, strict_loads
 
 
 @functools.lru_cache(maxsize=2)

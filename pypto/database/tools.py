@@ -153,7 +153,7 @@ def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], na
     """Runs an autoscheduler, checks its output against NumPy, times it beside the default, stores it."""
     from ..infra.inputs import make_inputs
     from ..infra.timing import compare
-    from ..dtypes import tolerance
+    from ..infra.verify import mismatch
     from ..runtime import run_kernel
     from ..schedule.autoschedule import import_schedule
     from ..schedule.defaults import default_schedule
@@ -167,10 +167,10 @@ def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], na
         want = op.kernel_ref(*arrays, **params)
         want = want if isinstance(want, tuple) else (want,)
         for g, w in zip(got, want):
-            rtol, atol = tolerance(g.dtype.name)
-            if not np.allclose(g, w, rtol=rtol * 10, atol=atol * 10, equal_nan=True):
-                raise PyptoError(f"{name} schedule for {op.name} gives wrong results "
-                                 f"(max error {np.nanmax(np.abs(g.astype(float) - w)):.3g}); not stored")
+            why = mismatch(g, np.asarray(w))
+            if why:
+                raise PyptoError(f"{name} schedule for {op.name} gives wrong results ({why}); "
+                                 "not stored")
     time_ms = None
     if measure:
         dkernel = compile_built(build(op, dtypes, params),

@@ -31,6 +31,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..compiler.lower import Dims  # what an algorithm receives as ``dims``; made by lowering
 from ..errors import OpDefinitionError, ParamError
 
 _DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -124,19 +125,6 @@ def _specs(spec: Mapping[str, str | Sequence[str]], where: str) -> tuple[TensorS
             raise OpDefinitionError(f"{where}: tensor name {name!r} must be lower case")
         out.append(TensorSpec(name, _parse_dims(dims, f"{where} {name}")))
     return tuple(out)
-
-
-class Dims:
-    """Extents of the named dims inside an algorithm: ``dims.K`` is a Halide Expr."""
-
-    def __init__(self, exprs: Mapping[str, Any]):
-        self._exprs = dict(exprs)
-
-    def __getattr__(self, name: str):
-        try:
-            return self._exprs[name]
-        except KeyError:
-            raise AttributeError(f"no input dim named {name!r}; known: {sorted(self._exprs)}") from None
 
 
 class Op:

@@ -81,7 +81,7 @@ class Schedule:
 
     @staticmethod
     def loads(text: str, where: str = "schedule") -> "Schedule":
-        from ..database.jsonio import strict_loads
+        from ..infra.jsonio import strict_loads
 
         return Schedule.from_json(strict_loads(text, where), where)
 
