@@ -9,6 +9,14 @@ Writers build in a private temporary folder and rename it into place, so concurr
 never see half an entry (the loser of a race drops its copy). Each entry records the SHA-256 of
 its library; an entry that is truncated or altered fails the check, is removed and rebuilt.
 
+Loading a library runs its code, so the cache trusts only what no one else can write: the library
+file name is fixed (``kernel.so``, never read from the metadata), and the cache folder, each entry
+and its files must belong to the current user and not be writable by group or others (folders
+are created ``0700``). Anything else is refused with a warning, and the kernel is JIT-compiled in
+memory instead. The SHA-256 only detects damage: whoever can write the folder can rewrite it too.
+An entry whose entry point or metadata does not match its key, or that fails its first call, is
+removed and rebuilt.
+
 The cache folder is ``$PYPTO_CACHE_DIR``, else ``$XDG_CACHE_HOME/pypto``, else ``~/.cache/pypto``;
 ``PYPTO_CACHE_DIR=off`` turns it off (kernels are then JIT-compiled in memory only).
 """
@@ -22,15 +30,20 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import halide as hl
 import numpy as np
 
+from .trust import private_dir, untrusted, untrusted_ancestor
+
 FORMAT = 1
+LIBRARY = "kernel.so"  # fixed: a name read from the metadata could point anywhere
 _TYPE_CODE = {"i": 0, "u": 1, "f": 2, "b": 1}
 _lock = threading.Lock()
 _errors = threading.local()
+_warned: set[str] = set()
 
 
 def cache_dir() -> Path | None:
@@ -43,8 +56,47 @@ def cache_dir() -> Path | None:
     return Path(base) / "pypto"
 
 
+class UntrustedCache(PermissionError):
+    """A cache folder or entry that another user could have written: it is never loaded."""
+
+
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:  # once per process: every call of the op would repeat it
+        _warned.add(msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+
+
+def _refuse(what: str, fix: str) -> UntrustedCache:
+    msg = (f"pypto: not using the compile cache: {what}; kernels are JIT-compiled in memory "
+           f"instead. {fix}")
+    _warn_once(msg)
+    return UntrustedCache(msg)
+
+
+def usable_dir() -> Path | None:
+    """The cache folder when it may be used, else None (off, or refused with a warning)."""
+    root = cache_dir()
+    if root is None:
+        return None
+    why = untrusted_ancestor(root)
+    if why is None and os.path.lexists(root):
+        why = untrusted(root, follow=True)
+        why = why and f"{root} {why}"
+    if why is not None:
+        _refuse(why, f"Make it yours and private (chmod go-w {root}), or set PYPTO_CACHE_DIR to a "
+                     "folder of your own.")
+        return None
+    return root
+
+
 def enabled(target: hl.Target) -> bool:
-    return cache_dir() is not None and not target.has_gpu_feature() and shutil.which("c++") is not None
+    return (not target.has_gpu_feature() and shutil.which("c++") is not None
+            and usable_dir() is not None)
+
+
+def function_name(key: str) -> str:
+    """The C entry point of an entry: derived from its key, never read from its metadata."""
+    return f"pypto_{key[:12]}"
 
 
 def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str) -> str:
@@ -90,79 +142,164 @@ def _on_error(_ctx, msg):
     _errors.last = msg.decode("utf-8", "replace").strip() if msg else "unknown error"
 
 
+class _Metadata(ctypes.Structure):  # halide_filter_metadata_t
+    _fields_ = [("version", ctypes.c_int32), ("num_arguments", ctypes.c_int32),
+                ("arguments", ctypes.c_void_p), ("target", ctypes.c_char_p),
+                ("name", ctypes.c_char_p)]
+
+
+def _check_entry_point(lib: ctypes.CDLL, function: str, nargs: int | None) -> None:
+    """Raises ValueError unless ``lib`` holds the Halide pipeline ``function`` with ``nargs``
+    buffers, as its own metadata describes it (an exported name alone proves little)."""
+    getter = getattr(lib, f"{function}_metadata")
+    getter.restype = ctypes.POINTER(_Metadata)
+    md = getter()
+    if not md:
+        raise ValueError(f"{function}: no metadata")
+    m = md.contents
+    if m.version != 1 or (m.name or b"").decode("utf-8", "replace") != function:
+        raise ValueError(f"{function}: the metadata describes another pipeline")
+    if nargs is not None and m.num_arguments != nargs:
+        raise ValueError(f"{function}: {m.num_arguments} arguments, {nargs} expected")
+
+
 class DiskCallable:
     """Calls a kernel in a cached shared object with NumPy arrays."""
 
-    def __init__(self, lib: ctypes.CDLL, function: str, path: Path):
+    def __init__(self, lib: ctypes.CDLL, function: str, path: Path, nargs: int | None = None):
+        _check_entry_point(lib, function, nargs)
         self.lib = lib
         self.fn = getattr(lib, function)
         self.fn.restype = ctypes.c_int
         self.path = path
         self.compiled_now = False  # True when this process compiled it (a cache miss)
+        self.rebuild = None  # set for a library from an earlier process: how to rebuild it
         lib.halide_set_error_handler(_on_error)
 
-    def __call__(self, *arrays: np.ndarray) -> None:
+    def _invoke(self, arrays) -> tuple[int, str | None]:
         keep: list = []
         bufs = [_buffer(a, keep) for a in arrays]
         _errors.last = None
         rc = self.fn(*[ctypes.byref(b) for b in bufs])
+        return rc, getattr(_errors, "last", None)
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        rc, msg = self._invoke(arrays)
+        rebuild, self.rebuild = self.rebuild, None  # only the first call may rebuild
+        if rc != 0 and msg is None and rebuild is not None:
+            # A working pipeline reports its errors through the handler; a silent failure of a
+            # library an earlier process left means the entry itself is broken: rebuild it once.
+            try:
+                fresh = rebuild()
+            except (OSError, hl.HalideError) as e:
+                raise hl.HalideError(f"Halide error code {rc} from the cached kernel {self.path}; "
+                                     f"rebuilding it failed too: {e}") from None
+            self.lib, self.fn, self.path = fresh.lib, fresh.fn, fresh.path
+            self.compiled_now = True
+            rc, msg = self._invoke(arrays)
         if rc != 0:
-            raise hl.HalideError(getattr(_errors, "last", None) or f"Halide error code {rc}")
+            raise hl.HalideError(msg or f"Halide error code {rc}")
 
 
 
 
-def load(key: str) -> DiskCallable | None:
-    """The cached kernel, or None (missing, corrupt, or unloadable: then it is removed)."""
-    root = cache_dir()
+def _check_private(path: Path) -> None:
+    why = untrusted(path)
+    if why is not None:
+        raise _refuse(f"{path} {why}", f"Remove it (pypto cache clear), or make it yours and "
+                                       f"private (chmod go-w {path}).")
+
+
+def load(key: str, nargs: int | None = None) -> DiskCallable | None:
+    """The cached kernel, or None (missing, or corrupt: then it is removed to be rebuilt).
+
+    ``nargs`` is the number of buffers the pipeline takes, checked against the library's metadata.
+
+    Raises:
+        UntrustedCache: the cache folder, the entry or one of its files could have been written by
+            another user (a warning says which); the caller compiles in memory instead.
+    """
+    root = usable_dir()
     if root is None:
-        return None
+        raise UntrustedCache(f"the compile cache {cache_dir()} is off or not trusted")
     d = root / key[:2] / key
-    meta_path = d / "meta.json"
-    if not meta_path.exists():
+    if not os.path.lexists(d):
         return None
+    for p in (d.parent, d):
+        _check_private(p)
+    meta_path, lib_path = d / "meta.json", d / LIBRARY
+    for p in (meta_path, lib_path):
+        if os.path.lexists(p):
+            _check_private(p)
+    function = function_name(key)
     try:
-        meta = json.loads(meta_path.read_text())
-        lib_path = d / meta["library"]
         from .aot import _sha
 
-        if meta.get("format") != FORMAT or _sha(lib_path) != meta["sha256"]:
+        meta = json.loads(meta_path.read_text())
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise ValueError("unknown format")
+        if meta.get("function") != function:
+            raise ValueError(f"the entry point is {meta.get('function')!r}, not {function!r}")
+        if _sha(lib_path) != meta.get("sha256"):
             raise ValueError("checksum mismatch")
-        return DiskCallable(ctypes.CDLL(str(lib_path)), meta["function"], lib_path)
-    except (OSError, ValueError, KeyError, AttributeError):
-        shutil.rmtree(d, ignore_errors=True)  # corrupt or truncated: rebuild
+        return DiskCallable(ctypes.CDLL(str(lib_path)), function, lib_path, nargs)
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        shutil.rmtree(d, ignore_errors=True)  # missing, truncated or not this key's: rebuild
         return None
 
 
-def store(key: str, built, target: hl.Target) -> DiskCallable:
-    """Compiles the (already scheduled) pipeline into the cache and loads it."""
+def rebuild(key: str, built, target: hl.Target, nargs: int | None = None) -> DiskCallable:
+    """Removes an entry that does not work and compiles it again."""
+    root = usable_dir()
+    if root is not None:
+        shutil.rmtree(root / key[:2] / key, ignore_errors=True)
+    return store(key, built, target, nargs)
+
+
+def store(key: str, built, target: hl.Target, nargs: int | None = None) -> DiskCallable:
+    """Compiles the (already scheduled) pipeline into the cache and loads it.
+
+    Raises:
+        OSError: the cache cannot be written, or is not private (UntrustedCache).
+    """
     from .aot import _link_shared, _sha
 
-    root = cache_dir()
+    root = usable_dir()
+    if root is None:
+        raise UntrustedCache(f"the compile cache {cache_dir()} is off or not trusted")
     dest = root / key[:2] / key
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=dest.parent))
-    fn = f"pypto_{key[:12]}"
+    try:
+        private_dir(root)
+        private_dir(dest.parent)
+    except PermissionError as e:
+        raise _refuse(str(e), "") from None
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=dest.parent))  # created 0700
+    fn = function_name(key)
     try:
         aot = hl.Target(str(target).replace("-jit", ""))
         built.pipeline.compile_to({hl.OutputFileType.static_library: str(tmp / "k.a")},
                                   built.images, fn, aot)
-        _link_shared(tmp / "k.a", tmp / "kernel.so")
+        _link_shared(tmp / "k.a", tmp / LIBRARY)
         (tmp / "k.a").unlink()
-        meta = {"format": FORMAT, "function": fn, "library": "kernel.so",
-                "sha256": _sha(tmp / "kernel.so"), "op": built.op.name, "target": str(aot)}
+        os.chmod(tmp / LIBRARY, 0o700)  # whatever the umask: loaded only if no one else can write
+        meta = {"format": FORMAT, "function": fn, "library": LIBRARY,
+                "sha256": _sha(tmp / LIBRARY), "op": built.op.name, "target": str(aot)}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        os.chmod(tmp / "meta.json", 0o600)
+        # Loaded from its private, never reused temporary path: the dynamic loader hands back an
+        # already loaded library for a path it has seen, which after a rebuild is the broken one.
+        try:
+            found = DiskCallable(ctypes.CDLL(str(tmp / LIBRARY)), fn, dest / LIBRARY, nargs)
+        except (OSError, ValueError, AttributeError) as e:
+            raise OSError(f"the compiled kernel {tmp / LIBRARY} could not be loaded: {e}") from None
         with _lock:
             try:
                 os.rename(tmp, dest)
             except OSError:
-                shutil.rmtree(tmp, ignore_errors=True)  # another process got there first
+                pass  # another process got there first: its copy stays, ours is dropped
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    found = load(key)
-    if found is None:
-        raise OSError(f"the compile cache entry {dest} could not be loaded")
     found.compiled_now = True
     return found
 

@@ -63,17 +63,20 @@ def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source
 
     if persist and diskcache.enabled(target):
         key = diskcache.entry_key(op.name, fp, built.dtypes, built.params, schedule.hash, str(target))
-        fn = diskcache.load(key)
         python = apply_schedule(built, schedule)
-        if fn is None:
-            try:
-                fn = diskcache.store(key, built, target)
-            except hl.HalideError as e:
-                msg = str(e).strip().replace("\n", " ")
-                raise CompileError(f"op {op.name!r}: Halide could not compile the pipeline with the "
-                                   f"{source} schedule for {target}: {msg}") from None
-            except OSError:
-                fn = None  # no usable cache (read-only, full): fall back to the JIT
+        nargs = len(built.images) + sum(f.outputs() for f in built.outputs)
+        try:
+            fn = diskcache.load(key, nargs)
+            if fn is None:
+                fn = diskcache.store(key, built, target, nargs)
+            else:  # made by an earlier process: rebuilt if its first call fails silently
+                fn.rebuild = lambda: diskcache.rebuild(key, built, target, nargs)
+        except hl.HalideError as e:
+            msg = str(e).strip().replace("\n", " ")
+            raise CompileError(f"op {op.name!r}: Halide could not compile the pipeline with the "
+                               f"{source} schedule for {target}: {msg}") from None
+        except OSError:
+            fn = None  # no usable cache (read-only, full, not private): fall back to the JIT
         if fn is not None:
             return Kernel(op=op, callable=fn, out_dtypes=built.out_dtypes, schedule=schedule,
                           fingerprint=fp, target=str(target), source=source, python=python,

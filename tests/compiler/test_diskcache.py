@@ -55,6 +55,7 @@ def test_concurrent_processes_fill_the_cache_without_corrupting_it(tmp_path):
     assert _run(tmp_path) == "disk"
 
 
+@pytest.mark.skipif(not shutil.which("c++"), reason="needs a C++ compiler")
 def test_cache_info_and_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))
     _run(tmp_path)
