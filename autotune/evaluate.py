@@ -159,7 +159,7 @@ class Evaluator:
                               compile_s=compile_s)
             return _result(reply)
         except WorkerDied as e:
-            self._restart(dead=True)
+            self._restart()
             status = "oom" if "SIGKILL" in str(e) and self.setup_req.get("memory_mb") is None else "crash"
             return Result(status, error=str(e))
 
@@ -172,7 +172,7 @@ class Evaluator:
             reply = self._request({"cmd": "compare", "schedules": schedules, "numpy": numpy,
                                    "timing": timing or {}}, timeout)
         except (WorkerDied, TimeoutError) as e:
-            self._restart(dead=True)
+            self._restart()
             return {"results": {}, "errors": {"*": str(e)}}
         return reply
 
@@ -183,13 +183,13 @@ class Evaluator:
         try:
             reply = self._request({"cmd": "autoschedule", "name": name}, timeout)
         except (WorkerDied, TimeoutError) as e:
-            self._restart(dead=True)
+            self._restart()
             return None, f"{name}: {e}"
         if reply.get("status") != "ok":
             return None, f"{name}: {reply.get('error')}"
         return reply["schedule"], ""
 
-    def _restart(self, dead: bool = False) -> None:
+    def _restart(self) -> None:
         self.close()
         self.restarts += 1
 

@@ -151,10 +151,6 @@ class GpuSpace:
                 return self.dims.get(spec.dims[spec.rank - 1 - i])
         return None
 
-    def _func_type(self, name: str) -> str:
-        info = self.built.funcs.get(name)
-        return info.type if info is not None and info.type else "float32"
-
     # -- regions ------------------------------------------------------------------------------
     def region(self, name: str, level: dict[str, str], per: str) -> list[int | None]:
         """Extent of each dim of Func ``name`` needed by one block (``per="block"``) or one thread.

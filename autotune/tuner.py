@@ -34,7 +34,7 @@ from pypto.schedule.defaults import default_schedule
 from pypto.schedule.schedule import Schedule
 
 from .evaluate import Evaluator, Result
-from .space import FixedPoint, space_for, template_seed
+from .space import space_for, template_seed
 
 AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
 SAMPLERS = ("tpe", "cmaes", "gp", "random")
@@ -505,8 +505,3 @@ def format_table(result: TuneResult) -> str:
         mark = " *" if n == result.winner else ""
         lines.append(f"{n + mark:<22}{m:>12.3f}{t[n]['spread'] * 100:>8.1f}%{m / best:>10.2f}x{vs_np:>10}")
     return "\n".join(lines)
-
-
-def fixed_schedule(tuner: Tuner, params: Mapping[str, Any]) -> Schedule:
-    """The schedule of a knob assignment (for tests and replays)."""
-    return tuner._space().sample(FixedPoint(params)).with_fingerprint(tuner.fp)

@@ -17,10 +17,6 @@ from .entry import Entry, Key, provenance
 from .store import Database, DirectoryDatabase, better
 
 
-def open_db(path: str | Path) -> DirectoryDatabase:
-    return DirectoryDatabase(path)
-
-
 def validate_paths(paths: Iterable[str | Path], *, deep: bool = False) -> list[str]:
     """Problems of database folders or single files, one line each (empty: all good).
 
