@@ -52,8 +52,10 @@ def read_suite(path: str) -> list[dict]:
 @click.option("--trials", default=50, show_default=True, help="Search trials per shape (baselines extra).")
 @click.option("--timeout", default=None, help="Wall-clock budget per shape: 90s, 15m, 1h.")
 @click.option("--storage", default=None, help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
-@click.option("--db", "db_dir", default="schedules", show_default=True, type=click.Path(),
-              help="Schedule database folder that receives winners.")
+@click.option("--db", "db_dir", default=None, type=click.Path(),
+              help="Schedule database folder that receives winners [default: the user database, "
+                   "$PYPTO_USER_SCHEDULES or ${XDG_DATA_HOME:-~/.local/share}/pypto/schedules, "
+                   "which every later call reads].")
 @click.option("--sampler", default="tpe", show_default=True, type=click.Choice(["tpe", "cmaes", "gp", "random"]))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--n-jobs", default=1, show_default=True, type=int,
@@ -93,6 +95,7 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         raise click.UsageError("give OP (with --shape) or --suite FILE")
     base = tuple(b for b in baselines.split(",") if b and b != "none")
     secs = parse_duration(timeout)
+    db_dir = db_dir or default_db()
     results = []
     for spec, shape, dt, ps in jobs:
         cfg = TuneConfig(op=spec, shape=shape, dtypes=_dtypes(spec, dt), params=ps, target=target,
@@ -126,6 +129,20 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
     if json_out:
         with open(json_out, "w") as f:
             json.dump(results, f, indent=1, sort_keys=True)
+
+
+def default_db() -> str:
+    """Where winners go without ``--db``: the user database, never the shipped one."""
+    from ..database.lookup import SHIPPED, USER_ENV, user_root
+
+    root = user_root()
+    if root is None:
+        raise ParamError(f"there is no user schedule database ({USER_ENV} is 'off' or there is no "
+                         "home folder): give --db FOLDER")
+    if root.resolve() == SHIPPED:
+        raise ParamError(f"{USER_ENV} points at the shipped schedules ({SHIPPED}); tuning writes "
+                         "there only when asked: give --db explicitly")
+    return str(root)
 
 
 def _dtypes(spec, dt):

@@ -1,9 +1,10 @@
 """Finding the schedule for a call: exact key, else the nearest tuned shape, else the default.
 
 Databases stack. They are searched in this order: directories added with :func:`add_path`, then
-those in the ``PYPTO_SCHEDULES`` environment variable (``os.pathsep``-separated), then the shipped
-``schedules/`` folder. An exact match in any of them beats a near one; among near ones the smallest
-distance wins, and on a tie the earlier database.
+those in the ``PYPTO_SCHEDULES`` environment variable (``os.pathsep``-separated), then the user
+database (:func:`user_root`: where ``pypto tune`` writes unless told otherwise), then the shipped
+database (:data:`SHIPPED`). An exact match in any of them beats a near one; among near ones the
+smallest distance wins, and on a tie the earlier database.
 
 Distance between two shapes of the same op is the sum over named dims of ``|log2(a / b)|``: doubling
 one dim costs 1; entries further than ``MAX_DISTANCE`` (4) are not used. Only entries with the same dtypes, parameters and target family are considered;
@@ -15,6 +16,7 @@ if it fails to compile or run there, the call falls back to the default schedule
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import math
 import os
 from collections.abc import Mapping
@@ -26,7 +28,21 @@ from ..schedule.schedule import Schedule
 from .entry import Entry
 from .store import Database, DirectoryDatabase
 
-SHIPPED = Path(__file__).resolve().parents[2] / "schedules"
+
+def _shipped_root() -> Path:
+    """The schedules shipped with PyPTO: package data ``pypto/_schedules``.
+
+    In the source tree ``pypto/_schedules`` is a link to the top-level ``schedules/`` folder, which
+    stays the data's home; a wheel holds a copy. Resolving the link makes a checkout report the
+    folder people edit. Installs from a zip (no real folder) are not supported: the database is
+    read as files.
+    """
+    return Path(str(importlib.resources.files("pypto").joinpath("_schedules"))).resolve()
+
+
+SHIPPED = _shipped_root()
+#: Environment variable naming the user database folder; ``off`` turns the user database off.
+USER_ENV = "PYPTO_USER_SCHEDULES"
 _extra: list[Database] = []
 _dirs: dict[str, DirectoryDatabase] = {}
 SHAPE_PINNING = {"bound", "bound_extent"}
@@ -61,11 +77,38 @@ def _dir(p: str) -> DirectoryDatabase:
     return _dirs[p]
 
 
+def user_root() -> Path | None:
+    """The per-user database folder, or None when there is none.
+
+    ``$PYPTO_USER_SCHEDULES`` if set (``off`` turns the user database off), else
+    ``$XDG_DATA_HOME/pypto/schedules``, else ``~/.local/share/pypto/schedules`` (the XDG base
+    directory default; a relative ``XDG_DATA_HOME`` is ignored, as that spec says). The folder
+    need not exist: a missing database is empty, and ``pypto tune`` creates it on its first write.
+    It lies outside any source tree, so tuning never rewrites the shipped database by default.
+    """
+    env = os.environ.get(USER_ENV, "").strip()
+    if env.lower() == "off":
+        return None
+    if env:
+        return Path(env).expanduser().absolute()
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "pypto" / "schedules"
+    try:
+        home = Path.home()
+    except RuntimeError:  # no HOME and no password-file entry: there is no per-user place
+        return None
+    return home / ".local" / "share" / "pypto" / "schedules"
+
+
 def search_path() -> list[Database]:
     """The databases a lookup reads, first to last."""
     out: list[Database] = list(_extra)
     env = os.environ.get("PYPTO_SCHEDULES", "")
     out += [_dir(p) for p in env.split(os.pathsep) if p.strip()]
+    user = user_root()
+    if user is not None:
+        out.append(_dir(str(user)))
     if os.environ.get("PYPTO_NO_SHIPPED_SCHEDULES") != "1":
         out.append(_dir(str(SHIPPED)))
     return out
