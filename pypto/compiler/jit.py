@@ -36,6 +36,9 @@ class Kernel:
 _lock = threading.Lock()
 _compiled: dict[tuple, Kernel] = {}   # (op, dtypes, params, schedule hash, target) -> Kernel
 _selected: dict[tuple, Kernel] = {}   # (op, dtypes, params, dims, target) -> Kernel
+# Schedules that could not be compiled, by the key they would have in _compiled, with the error:
+# a later database pick of the same schedule falls back at once, an explicit request raises again.
+_failed: dict[tuple, ScheduleError | CompileError] = {}
 
 
 def _params_key(params: Mapping[str, Any]) -> tuple:
@@ -126,28 +129,47 @@ def _get_kernel(op, dtypes, params, dims, *, schedule=None, target=None) -> Kern
     source = "given"
     if schedule is None:
         schedule, source = _choose(op, built, fp, dtypes, params, dims, target)
-    ckey = (op.name, id(op), fp, dtypes, pkey, schedule.hash, tkey)
-    with _lock:
-        k = _compiled.get(ckey)
-    if k is not None and k.source != source:
-        # The same schedule compiled for another call (e.g. exact for one shape, nearest here):
-        # the code is the same, where it came from for this call is not.
-        k = dataclasses.replace(k, source=source)
-    if k is None:
-        try:
-            k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)
-        except ScheduleError:
-            if not source.startswith("database"):
-                raise
-            # A stored schedule that no longer applies must not break the call: fall back.
-            built = build(op, dtypes, params)
-            schedule = default_schedule(built, dims, target)
-            k = compile_built(built, schedule, target, source="default (stored one failed)", fp=fp,
-                              persist=True)
-        with _lock:
-            _compiled[ckey] = k
+    k = _compiled_or_failed(built, schedule, target, source, fp, (op.name, id(op), fp, dtypes, pkey))
+    if isinstance(k, Exception):
+        if not source.startswith("database"):
+            raise k
+        # A stored schedule that does not apply or that Halide refuses to compile must not break
+        # the call (as one failing at run time does not): the default schedule runs instead.
+        built = build(op, dtypes, params)
+        k = _compiled_or_failed(built, default_schedule(built, dims, target), target,
+                                f"default (after {source} failed to compile)", fp,
+                                (op.name, id(op), fp, dtypes, pkey))
+        if isinstance(k, Exception):
+            raise k
     if source != "given":
         _selected[skey] = k
+    return k
+
+
+def _compiled_or_failed(built: Built, schedule: Schedule, target, source: str, fp: str,
+                        base: tuple) -> Kernel | ScheduleError | CompileError:
+    """The kernel of ``schedule`` (compiled now or earlier), or the error it failed with.
+
+    Both are remembered under the schedule's own hash, so a fallback kernel is never handed out
+    for the schedule that failed.
+    """
+    ckey = (*base, schedule.hash, str(target))
+    with _lock:
+        k = _compiled.get(ckey) or _failed.get(ckey)
+    if isinstance(k, Exception):
+        return type(k)(str(k))  # a fresh exception: re-raising one object grows its traceback
+    if k is not None:
+        # The same schedule compiled for another call (e.g. exact for one shape, nearest here):
+        # the code is the same, where it came from for this call is not.
+        return k if k.source == source else dataclasses.replace(k, source=source)
+    try:
+        k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)
+    except (ScheduleError, CompileError) as e:
+        with _lock:
+            _failed[ckey] = type(e)(str(e))  # kept without its traceback (and its frames)
+        return e
+    with _lock:
+        _compiled[ckey] = k
     return k
 
 
@@ -180,3 +202,4 @@ def clear_memory_cache() -> None:
     with _lock:
         _compiled.clear()
         _selected.clear()
+        _failed.clear()

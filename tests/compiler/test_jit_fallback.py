@@ -1,0 +1,99 @@
+"""A stored schedule that Halide refuses to compile falls back to the default, like one that fails
+at run time; an explicit schedule still raises its own error after such a fallback."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import pypto
+from helpers import assert_close
+from pypto.compiler import targets
+from pypto.compiler.jit import clear_memory_cache, get_kernel
+from pypto.compiler.lower import build, fingerprint
+from pypto.database import DirectoryDatabase, Entry, Key, add_path, remove_path
+from pypto.errors import CompileError, ScheduleError
+from pypto.runtime import observe
+from pypto.schedule.defaults import default_schedule
+from pypto.schedule.schedule import Schedule
+
+STORED = {"R": 64, "C": 256}
+OP = pypto.get_op("softmax")
+
+
+def _stored_schedule(extra: dict) -> Schedule:
+    """Softmax's default schedule at STORED with one more directive, tagged with the fingerprint."""
+    built = build(OP, ("float32",), {})
+    s = default_schedule(built, STORED, targets.host()).to_json()
+    s["directives"].append(extra)
+    return Schedule.from_json(s, "test").with_fingerprint(fingerprint(built))
+
+
+# Halide refuses this at compile time: rowsum would be stored outside the parallel loop over rows
+# but computed inside it, a race.
+REFUSED = {"op": "store_root", "func": "rowsum", "args": {}}
+# This one names a variable rowsum does not have: a ScheduleError when applied.
+UNKNOWN_VAR = {"op": "vectorize", "func": "rowsum", "args": {"var": "nope"}}
+
+
+@pytest.fixture
+def stored(tmp_path, monkeypatch):
+    """Stores a schedule for softmax at STORED in a database searched alone; returns it."""
+    monkeypatch.setenv("PYPTO_NO_SHIPPED_SCHEDULES", "1")
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", "off")
+    root = tmp_path / "db"
+
+    def put(extra: dict) -> Schedule:
+        s = _stored_schedule(extra)
+        key = Key.make("softmax", ("float32",), STORED, {}, targets.family(targets.host()),
+                       s.fingerprint)
+        DirectoryDatabase(root).commit([Entry(key=key, schedule=s, time_ms=1.0)])
+        return s
+
+    add_path(root)
+    clear_memory_cache()
+    yield put
+    remove_path(root)
+    clear_memory_cache()
+
+
+def _softmax_ref(x):
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def _call(dims):
+    x = np.random.default_rng(0).standard_normal((dims["R"], dims["C"])).astype(np.float32)
+    with observe() as calls:
+        y = pypto.ops.softmax(x)
+    assert_close(y, _softmax_ref(x))
+    return calls[-1][-1]
+
+
+@pytest.mark.parametrize("cache", ["off", pytest.param("disk", marks=pytest.mark.skipif(
+    not shutil.which("c++"), reason="needs a C++ compiler"))])
+def test_a_stored_schedule_halide_refuses_falls_back_at_its_exact_shape(stored, cache, tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setenv("PYPTO_CACHE_DIR", "off" if cache == "off" else str(tmp_path / "cache"))
+    s = stored(REFUSED)
+    with pytest.raises(CompileError, match="stored outside"):  # the entry really is refused
+        get_kernel(OP, ("float32",), {}, STORED, schedule=s)
+    k = _call(STORED)
+    assert k.source.startswith("default") and "database" in k.source and "exact" in k.source
+    assert k.schedule.hash != s.hash
+
+
+def test_a_stored_schedule_halide_refuses_falls_back_at_a_nearest_shape(stored):
+    stored(REFUSED)
+    k = _call({"R": 32, "C": 256})
+    assert k.source.startswith("default") and "nearest" in k.source
+
+
+@pytest.mark.parametrize("extra, error", [(REFUSED, CompileError), (UNKNOWN_VAR, ScheduleError)])
+def test_an_explicit_bad_schedule_raises_even_after_a_fallback(stored, extra, error):
+    s = stored(extra)
+    assert _call(STORED).source.startswith("default")  # the call fell back
+    for _ in range(2):  # and asking for the stored schedule itself still fails, every time
+        with pytest.raises(error):
+            get_kernel(OP, ("float32",), {}, STORED, schedule=s)
+    assert _call(STORED).source.startswith("default")  # while the call keeps working
