@@ -31,6 +31,7 @@ from ..errors import ParamError, PyptoError
 from ..infra.verify import mismatch
 
 AUTOS = ("adams2019", "mullapudi2016", "li2018")
+ITEM_KEYS = frozenset({"op", "shape", "params", "dtype", "compare"})  # of a suite file's item
 PEERS = ("numpy", "torch", "torch-compile", "halide")
 FORMAT = 1
 
@@ -78,6 +79,10 @@ def load_suite(path: str, *, sizes: bool = True) -> list[Item]:
         for i, it in enumerate(doc.get(key) or []):
             if not isinstance(it, dict) or not isinstance(it.get("op"), str) or not isinstance(it.get("shape"), str):
                 raise ParamError(f"{path}: {key}[{i}] needs a string 'op' and a string 'shape'")
+            unknown = sorted(set(it) - ITEM_KEYS)
+            if unknown:  # a figure or a misspelt key nobody reads would pass for part of the suite
+                raise ParamError(f"{path}: {key}[{i}] has key(s) {', '.join(map(repr, unknown))} that "
+                                 f"the bench does not read; an item holds {', '.join(sorted(ITEM_KEYS))}")
             params = it.get("params") or {}
             if not isinstance(params, dict):
                 raise ParamError(f"{path}: {key}[{i}].params must be an object")

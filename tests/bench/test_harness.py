@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from pypto.bench import harness, peers
 from pypto.bench.harness import Candidate, Context, Item
 from pypto.cli.main import cli
+from pypto.errors import ParamError
 
 QUICK = {"min_rounds": 3, "max_rounds": 3, "budget_s": 2.0}
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -260,3 +261,13 @@ def test_reports_name_paths_relative_to_the_folder_they_ran_in(tmp_path):
     got = harness.relative_paths(rep, root)
     assert got == {"label": "PyPTO (database schedules (exact))", "n": 3,
                    "items": [{"source": "database schedules"}, f"{root}x/other"]}
+
+
+def test_suite_items_hold_only_what_the_bench_reads(tmp_path):
+    shipped = harness.default_suite_path()
+    assert shipped and harness.load_suite(shipped)  # the shipped suite loads as it is
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"ops": [{"op": "matmul", "shape": "M=8,K=8,N=8",
+                                         "peer": {"name": "somebody", "ms": 1.0}}]}))
+    with pytest.raises(ParamError, match="'peer'"):
+        harness.load_suite(str(path))
