@@ -48,8 +48,8 @@ class Worker:
     def setup(self, req):
         import numpy as np
 
-        from pypto.infra.inputs import make_inputs
         from pypto.compiler import targets
+        from pypto.infra.inputs import make_inputs
         from pypto.ops._load import resolve_op
 
         if req.get("memory_mb"):
