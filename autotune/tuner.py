@@ -5,7 +5,11 @@ NumPy reference and times it interleaved with the current best; Optuna records t
 default schedule and Halide's autoschedulers are measured first and stored in the study as
 completed trials (without knob values), so the result is never worse than the best of them. At the
 end the top candidates, the baselines and NumPy are re-measured side by side, and the winner goes
-to the schedule database only if it also beats the entry already there, measured in the same run.
+to the schedule database only if it beats the entry already there and the default by more than
+the measured spread (``verdict.py``: re-measured with more rounds while the intervals overlap).
+
+``--trials`` counts search trials that reached a verdict (``finished_trials``); a trial cut short
+by a kill or Ctrl-C is queued again, and queued trials left once the budget is met are dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pypto.schedule.schedule import Schedule
 
 from .evaluate import Evaluator, Result
 from .space import space_for, template_seed
+from .verdict import Verdict, decide, store_winner, timing_for
 
 AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
 SAMPLERS = ("tpe", "cmaes", "gp", "random")
@@ -81,8 +86,9 @@ class TuneResult:
     winner_schedule: Schedule
     written: bool
     message: str
-    trials: int
-    failures: int
+    trials: int                  # search trials with a verdict (what --trials counts)
+    failures: int                # of those, candidates that failed
+    rule: str = ""               # which rule decided what was stored (autotune/verdict.py)
 
 
 def default_storage() -> str:
@@ -341,11 +347,10 @@ class Tuner:
                 seed = None if self.target.has_gpu_feature() else template_seed(self.op.name)
                 if seed and not any("plan" in t.params for t in study.get_trials(deepcopy=False)):
                     study.enqueue_trial(seed, skip_if_exists=True)
-            searched = [t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs
-                        and t.state != optuna.trial.TrialState.RUNNING]
-            remaining = max(0, cfg.trials - len(searched))
-            if searched:
-                self.say(f"resuming study with {len(searched)} trials done; {remaining} to go")
+            done = len(finished_trials(study))
+            remaining = max(0, cfg.trials - done)
+            if done:
+                self.say(f"resuming study with {done} trials done; {remaining} to go")
             seen = {t.user_attrs["hash"]: t.value for t in study.get_trials(deepcopy=False)
                     if t.state == optuna.trial.TrialState.COMPLETE and "hash" in t.user_attrs}
             callbacks = [optuna.study.MaxTrialsCallback(
@@ -360,10 +365,33 @@ class Tuner:
                     study.optimize(self._objective(ev, seen), n_trials=remaining, timeout=cfg.timeout_s,
                                    catch=(CandidateFailed,), callbacks=callbacks,
                                    gc_after_trial=False)
+            except KeyboardInterrupt:
+                self._requeue_interrupted(study)
+                raise
             finally:
                 if bar:
                     bar.close()
+            if final and len(finished_trials(study)) >= cfg.trials:
+                self._drop_waiting(study)
             return self._finish(study, ev) if final else None
+
+    def _requeue_interrupted(self, study) -> None:
+        """Queues again the knob values of this tuner's trials cut short by Ctrl-C (Optuna fails
+        them), so that a resumed run measures them instead of losing them."""
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
+            if (t.user_attrs.get("owner") == _OWNER and "status" not in t.user_attrs and t.params
+                    and not t.user_attrs.get("requeued")):
+                study._storage.set_trial_user_attr(t._trial_id, "requeued", True)
+                study.enqueue_trial(t.params, skip_if_exists=False)
+
+    def _drop_waiting(self, study) -> None:
+        """Fails queued trials left over once the budget is met (a copy queued after a kill, a
+        seed never reached), so that none waits in the study forever."""
+        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+            study._storage.set_trial_user_attr(
+                t._trial_id, "error", "queued, but --trials was already reached; not run")
+            study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+        # (a trial another process popped meanwhile is RUNNING, not WAITING, and is left alone)
 
     def _finish(self, study, ev: Evaluator) -> TuneResult:
         cfg = self.cfg
@@ -400,40 +428,62 @@ class Tuner:
                              f"{ev.log_path}")
         winner = ranked[0]
         sched = Schedule.from_json(cands[winner])
-        written, message = False, ""
+        written = False
         if stored is not None and _hash(dict(cands[winner], fingerprint=None)) == _hash(
                 dict(cands["stored"], fingerprint=None)):
             winner_is_stored = True
         else:
             winner_is_stored = winner == "stored"
         if winner_is_stored:
+            verdict = Verdict(False, "the stored entry measured fastest; it stays")
             message = "the stored entry is still the fastest; database unchanged"
-        elif not cfg.write_db:
-            message = "not written (--no-write)"
         else:
+            def remeasure(names, attempt):
+                self.say(f"re-measuring {', '.join(names)} side by side (round {attempt}) ...")
+                return ev.compare({n: cands[n] for n in names}, numpy=False,
+                                  timing=timing_for(attempt)).get("results")
+
+            verdict = decide(table, winner, ["stored", "default"], remeasure)
+            message = verdict.rule
+        if verdict.store and not cfg.write_db:
+            message = "not written (--no-write)"
+        elif verdict.store:
             base = {n: table[n]["median_ms"] for n in table if n != winner and not n.startswith("tuned")
                     and n != "stored"}
-            n_trials = len([t for t in study.get_trials(deepcopy=False) if "baseline" not in t.user_attrs])
             entry = Entry(key=key, schedule=sched.with_fingerprint(self.fp),
                           time_ms=table[winner]["median_ms"], baselines=base,
                           provenance=provenance(
                               method="tune" if winner.startswith("tuned") else f"baseline:{winner}",
-                              target=str(self.target), trials=n_trials, sampler=cfg.sampler,
-                              seed=cfg.seed, study=self.name))
-            if stored is not None:
-                db.replace_file(self.op.name, self.family,
-                                [e for e in db.entries(self.op.name, self.family) if e.key != key] + [entry])
-            else:
-                db.commit([entry])
-            written = True
-            message = f"stored in {db.path(self.op.name, self.family)}"
+                              target=str(self.target), trials=len(finished_trials(study)),
+                              sampler=cfg.sampler, seed=cfg.seed, study=self.name))
+            other = store_winner(db, entry, stored)
+            written = other is None
+            message = (f"stored in {db.path(self.op.name, self.family)}" if written else
+                       f"another run stored a faster entry for this key meanwhile "
+                       f"({other.time_ms:.3f} ms); kept it")
+        done_trials = finished_trials(study)
         return TuneResult(study_name=self.name, storage=self.storage_url, table=table, winner=winner,
                           winner_schedule=sched, written=written, message=message,
-                          trials=len(study.trials), failures=sum(
-                              t.state == optuna.trial.TrialState.FAIL for t in study.trials))
+                          trials=len(done_trials), rule=verdict.rule,
+                          failures=sum(t.state == optuna.trial.TrialState.FAIL for t in done_trials))
 
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def finished_trials(study) -> list:
+    """The search trials that count toward ``--trials``: those that reached a verdict.
+
+    A verdict is a measured time (COMPLETE), an early stop as far slower than the best (PRUNED), or
+    a failure of the candidate itself (FAIL with a ``status``: compile error, wrong output, crash,
+    timeout). A trial cut short because the tuner itself died or was interrupted has no verdict:
+    it does not count, and its knob values are queued again. Baselines never count.
+    """
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
+              optuna.trial.TrialState.FAIL)
+    return [t for t in study.get_trials(deepcopy=False, states=states)
+            if "baseline" not in t.user_attrs
+            and (t.state != optuna.trial.TrialState.FAIL or "status" in t.user_attrs)]
 
 
 def _alive(pid: int) -> bool:
@@ -504,4 +554,6 @@ def format_table(result: TuneResult) -> str:
         vs_np = f"{numpy_ms / m:.2f}x" if numpy_ms else "-"
         mark = " *" if n == result.winner else ""
         lines.append(f"{n + mark:<22}{m:>12.3f}{t[n]['spread'] * 100:>8.1f}%{m / best:>10.2f}x{vs_np:>10}")
+    if result.rule:
+        lines.append(f"decided: {result.rule}")
     return "\n".join(lines)

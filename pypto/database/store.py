@@ -5,20 +5,29 @@ Reading never runs code: files are decoded with a strict JSON reader, checked ag
 in ``schema.json``, and every schedule is parsed and bounded by the directive grammar. A bad file is
 reported (``problems``) and skipped; every other file keeps serving lookups.
 
-Writes take an exclusive lock on ``<file>.lock`` (the ``filelock`` package: ``fcntl.flock`` on
-POSIX), re-read the file under the lock, merge, write a temporary file in the same folder, ``fsync``
-it and ``os.replace`` it over the old one. Concurrent writers therefore never lose an entry, and a
+Every change to a file goes through one read-modify-write primitive, :meth:`Database.update`: it
+takes an exclusive lock on ``<file>.lock`` (the ``filelock`` package: ``fcntl.flock`` on POSIX),
+reads the file afresh under that lock, lets the caller compute the new entries, writes a temporary
+file in the same folder, ``fsync``\\ s it and ``os.replace``\\ s it over the old one. ``commit``,
+the tuner, ``prune`` and ``merge`` all use it, so concurrent writers never lose an entry, and a
 reader sees either the old or the new file, never half of one.
+
+Cost is bounded. One op file holds at most :data:`MAX_ENTRIES` entries and :data:`MAX_FILE_BYTES`
+bytes; a larger file is refused, with a message saying what to do. A parsed file is kept in memory;
+a re-read under the lock reuses it when the bytes are unchanged, and otherwise re-checks only the
+entries whose JSON changed. ``benchmarks/bench_database.py`` measures lookup and commit time against
+the number of entries (the table is in the README).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import DatabaseError
@@ -26,18 +35,42 @@ from ..infra.jsonio import dumps, strict_loads
 from ..schedule.directives import LIMITS
 from .entry import FAMILY_RE, FORMAT, OP_RE, Entry, Key
 
+#: Entries in one op file. Loading checks every entry (about 1 ms each here), so this bounds the
+#: first lookup of an op to a couple of seconds; the README's table has the measured curve.
+MAX_ENTRIES = 2048
+#: Bytes of one op file, checked before the file is read. A typical entry is 2-10 KB.
+MAX_FILE_BYTES = 16 << 20
+#: Seconds a writer waits for another writer's lock on the same file.
+LOCK_TIMEOUT_S = 120.0
+
 
 @functools.lru_cache(maxsize=2)
 def _validator(part: str):
-    """The file's schema (``part="file"``, entries unchecked) or one entry's (``"entry"``)."""
+    """The file's schema (``part="file"``, entries unchecked) or one entry's (``"entry"``).
+
+    In the entry schema the directives are only required to be objects: each one is then checked by
+    the directive grammar (``Schedule.from_json``), which is stricter than the schema's directive
+    rule (known directive names, each one's argument names and bounds) and far faster than
+    ``jsonschema`` on the 10-50 directives of a typical schedule. References are inlined once, as
+    resolving ``$ref`` on every entry took about a third of the validation time.
+    """
     import jsonschema
 
     schema = json.loads((Path(__file__).with_name("schema.json")).read_text())
+    defs = schema.pop("$defs")
     if part == "file":
-        schema["properties"]["entries"] = {"type": "array", "maxItems": 10000}
-    else:
-        schema = {"$defs": schema["$defs"], "$ref": "#/$defs/entry"}
-    return jsonschema.Draft202012Validator(schema)
+        schema["properties"]["entries"] = {"type": "array"}
+        return jsonschema.Draft202012Validator(schema)
+    defs["directive"] = {"type": "object"}
+
+    def inline(node):
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return inline(defs[node["$ref"].rsplit("/", 1)[1]])
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(x) for x in node] if isinstance(node, list) else node
+
+    return jsonschema.Draft202012Validator(inline(defs["entry"]))
 
 
 def _short(msg: str) -> str:
@@ -66,10 +99,20 @@ def better(a: Entry, b: Entry) -> Entry:
     return b if tb < ta else a
 
 
+def _copy(e: Entry) -> Entry:
+    """An entry whose dicts a caller may change without touching the parsed-file cache."""
+    return dataclasses.replace(e, baselines=dict(e.baselines), provenance=dict(e.provenance))
+
+
 @dataclasses.dataclass
 class LoadResult:
     entries: list[Entry]
     problems: list[str]
+
+
+#: ``update``'s callback: the file's current content (read under the lock) -> the entries the file
+#: should hold, or None to leave it as it is.
+UpdateFn = Callable[[LoadResult], "list[Entry] | None"]
 
 
 class Database:
@@ -80,9 +123,23 @@ class Database:
     def entries(self, op: str, family: str) -> list[Entry]:
         raise NotImplementedError
 
+    def update(self, op: str, family: str, fn: UpdateFn) -> list[Entry]:
+        """The one read-modify-write: ``fn`` sees the current entries of (op, family), read
+        atomically with the write, and returns what to store (None: no change). Returns the
+        entries the file holds afterwards."""
+        raise NotImplementedError
+
     def commit(self, entries: Iterable[Entry], *, source: str | None = None) -> int:
         """Adds entries, keeping the better one per key; returns how many were kept."""
-        raise NotImplementedError
+        by_file: dict[tuple[str, str], list[Entry]] = {}
+        for e in entries:
+            by_file.setdefault((e.key.op, e.key.family), []).append(e)
+        kept = 0
+        for (op, family), new in by_file.items():
+            count = [0]
+            self.update(op, family, functools.partial(_merge, new=new, source=source, count=count))
+            kept += count[0]
+        return kept
 
     def iter_all(self) -> Iterator[Entry]:
         raise NotImplementedError
@@ -96,6 +153,19 @@ class Database:
                    default=None)
 
 
+def _merge(current: LoadResult, *, new: list[Entry], source: str | None, count: list[int]):
+    """``commit``'s update: the better entry per key; counts the new entries kept."""
+    by_key = {e.key: e for e in current.entries}
+    for e in new:
+        if source:
+            e.provenance.setdefault("merged_from", source)
+        old = by_key.get(e.key)
+        winner = e if old is None else better(old, e)
+        by_key[e.key] = winner
+        count[0] += winner is e
+    return list(by_key.values())
+
+
 class MemoryDatabase(Database):
     """A database held in a dict; for tests and for tuning without touching disk."""
 
@@ -107,13 +177,16 @@ class MemoryDatabase(Database):
     def entries(self, op, family):
         return [e for k, e in self._by_key.items() if k.op == op and k.family == family]
 
-    def commit(self, entries, *, source=None):
-        n = 0
-        for e in entries:
-            old = self._by_key.get(e.key)
-            self._by_key[e.key] = e if old is None else better(old, e)
-            n += self._by_key[e.key] is e
-        return n
+    def update(self, op, family, fn):
+        current = self.entries(op, family)
+        new = fn(LoadResult(list(current), []))
+        if new is None:
+            return current
+        for e in current:
+            del self._by_key[e.key]
+        for e in new:
+            self._by_key[e.key] = e
+        return self.entries(op, family)
 
     def iter_all(self):
         return iter(list(self._by_key.values()))
@@ -126,13 +199,45 @@ def _safe_component(value: str, pattern, what: str) -> str:
     return value
 
 
+@dataclasses.dataclass
+class _Seen:
+    """One entry as last read or written: its JSON, the checked Entry, its text in the file."""
+
+    obj: dict
+    entry: Entry
+    text: str | None = None  # filled in when the file is next written
+
+
+@dataclasses.dataclass
+class _Parsed:
+    """One file as last read or written: its stat, its bytes' digest, its entries, and each
+    entry's JSON (by key) so that a re-read or a write can tell which entries changed."""
+
+    stat: tuple
+    digest: str
+    result: LoadResult
+    known: dict[str, _Seen]
+
+
+def _stat_sig(st: os.stat_result) -> tuple:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _key_text(obj) -> str | None:
+    k = obj.get("key") if isinstance(obj, dict) else None
+    return json.dumps(k, sort_keys=True) if isinstance(k, dict) else None
+
+
 class DirectoryDatabase(Database):
     """A database in a folder: ``<root>/<family>/<op>.json``."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.name = str(self.root)
-        self._cache: dict[Path, tuple[tuple[int, int], LoadResult]] = {}
+        self._cache: dict[Path, _Parsed] = {}
+        #: Entries checked against the schema and the grammar so far (untouched entries of a file
+        #: already read are not checked again). A counter for tests and benchmarks.
+        self.checked_entries = 0
 
     def path(self, op: str, family: str) -> Path:
         """The file for (family, op); both are checked so that no name can escape the root."""
@@ -141,48 +246,99 @@ class DirectoryDatabase(Database):
 
     # -- reading -------------------------------------------------------------------------------
     def load_file(self, path: Path) -> LoadResult:
-        """Entries of one file and its problems; a missing file is empty, a corrupt one is reported."""
+        """Entries of one file and its problems; a missing file is empty, a corrupt one is reported.
+
+        The parsed file is reused while the file's stat (inode, size, times) is unchanged; writers
+        replace the file (a new inode), so a reader sees their change.
+        """
         try:
             st = path.stat()
         except FileNotFoundError:
             return LoadResult([], [])
-        sig = (st.st_mtime_ns, st.st_size)
         cached = self._cache.get(path)
-        if cached and cached[0] == sig:
-            return cached[1]
-        result = self._parse(path)
-        self._cache[path] = (sig, result)
-        return result
+        if cached and cached.stat == _stat_sig(st):
+            return cached.result
+        return self._read(path).result
 
-    def _parse(self, path: Path) -> LoadResult:
+    def _read(self, path: Path) -> _Parsed:
+        """Reads ``path`` now. Unchanged bytes reuse the last parse; changed ones re-check only
+        the entries whose JSON differs from what was last seen. Never trusts timestamps alone,
+        so it is what a read-modify-write uses under the lock."""
         where = str(path)
         try:
+            st = path.stat()
+        except FileNotFoundError:
+            self._cache.pop(path, None)
+            return _Parsed((), "", LoadResult([], []), {})
+        except OSError as e:
+            return _Parsed((), "", LoadResult([], [f"{where}: {e}"]), {})
+        if st.st_size > MAX_FILE_BYTES:
+            return self._remember(path, st, "", LoadResult([], [
+                f"{where}: file is {st.st_size / 2**20:.1f} MiB, over the limit of "
+                f"{MAX_FILE_BYTES >> 20} MiB for one op file; prune it (`pypto db prune`) or move "
+                "some entries to another database folder"]), {})
+        try:
             raw = path.read_bytes()
+        except OSError as e:
+            return _Parsed((), "", LoadResult([], [f"{where}: {e}"]), {})
+        digest = hashlib.sha256(raw).hexdigest()
+        cached = self._cache.get(path)
+        if cached and cached.digest == digest:
+            return self._remember(path, st, digest, cached.result, cached.known)
+        result, known = self._parse(raw, path, cached.known if cached else {})
+        return self._remember(path, st, digest, result, known)
+
+    def _remember(self, path, st, digest, result, known) -> _Parsed:
+        parsed = _Parsed(_stat_sig(st), digest, result, known)
+        self._cache[path] = parsed
+        return parsed
+
+    def _parse(self, raw: bytes, path: Path, known: dict) -> tuple[LoadResult, dict]:
+        where = str(path)
+        try:
             doc = strict_loads(raw, where)
-        except (OSError, DatabaseError) as e:
-            return LoadResult([], [str(e) if isinstance(e, DatabaseError) else f"{where}: {e}"])
+        except DatabaseError as e:
+            return LoadResult([], [str(e)]), {}
         problems = validate_document(doc, where)
         if problems:
-            return LoadResult([], problems)
+            return LoadResult([], problems), {}
+        if len(doc["entries"]) > MAX_ENTRIES:
+            return LoadResult([], [
+                f"{where}: {len(doc['entries'])} entries, over the limit of {MAX_ENTRIES} for one "
+                "op file; prune it (`pypto db prune`) or move some entries to another database "
+                "folder"]), {}
         if doc["op"] != path.stem or doc["family"] != path.parent.name:
             return LoadResult([], [f"{where}: file says op {doc['op']!r}, family {doc['family']!r} "
-                                   f"but lies at {path.parent.name}/{path.name}"])
-        entries, problems = [], []
+                                   f"but lies at {path.parent.name}/{path.name}"]), {}
+        entries, problems, seen = [], [], {}
         for i, obj in enumerate(doc["entries"]):
-            bad = validate_document(obj, f"{where} entry #{i}", "entry")
-            if bad:
-                problems += bad
-                continue
-            try:
-                e = Entry.from_json(obj, f"{where} entry #{i}")
-            except DatabaseError as err:
-                problems.append(str(err))
-                continue
+            kt = _key_text(obj)
+            old = known.get(kt) if kt is not None else None
+            if old is not None and old.obj == obj:
+                e = old.entry  # this entry's JSON is unchanged since it was last checked
+            else:
+                e = self._check_entry(obj, f"{where} entry #{i}", problems)
+                if e is None:
+                    continue
             if e.key.op != doc["op"] or e.key.family != doc["family"]:
                 problems.append(f"{where} entry #{i}: key {e.key} does not belong in this file")
                 continue
             entries.append(e)
-        return LoadResult(entries, problems)
+            seen[kt] = old if old is not None and old.entry is e else _Seen(obj, e)
+        return LoadResult(entries, problems), seen
+
+    def _check_entry(self, obj, where: str, problems: list[str]) -> Entry | None:
+        """One entry checked against the schema and the directive grammar; None if it fails."""
+        self.checked_entries += 1
+        bad = validate_document(obj, where, "entry")
+        if bad:
+            problems += bad
+            return None
+        try:
+            return Entry.from_json(obj, where)
+        except DatabaseError as err:
+            problems.append(str(err))
+            return None
 
     def entries(self, op, family):
         try:
@@ -207,48 +363,65 @@ class DirectoryDatabase(Database):
         return out
 
     # -- writing -------------------------------------------------------------------------------
-    def commit(self, entries, *, source=None):
-        by_file: dict[Path, list[Entry]] = {}
-        for e in entries:
-            by_file.setdefault(self.path(e.key.op, e.key.family), []).append(e)
-        kept = 0
-        for path, new in by_file.items():
-            kept += self._commit_file(path, new, source)
-        return kept
-
-    def _commit_file(self, path: Path, new: list[Entry], source: str | None) -> int:
-        from filelock import FileLock
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock", timeout=120):
-            current = self._parse(path) if path.exists() else LoadResult([], [])
-            if current.problems and path.exists() and not current.entries:
-                raise DatabaseError(
-                    f"{path}: refusing to overwrite a file that does not load "
-                    f"({current.problems[0]}); fix or move it, then commit again")
-            by_key = {e.key: e for e in current.entries}
-            kept = 0
-            for e in new:
-                if source:
-                    e.provenance.setdefault("merged_from", source)
-                old = by_key.get(e.key)
-                winner = e if old is None else better(old, e)
-                by_key[e.key] = winner
-                kept += winner is e
-            doc = {"format": FORMAT, "op": path.stem, "family": path.parent.name,
-                   "entries": [e.to_json() for e in sorted(by_key.values(), key=_order)]}
-            self._atomic_write(path, dumps(doc))
-        return kept
-
-    def replace_file(self, op: str, family: str, entries: list[Entry]) -> None:
-        """Rewrites one file with exactly ``entries`` (used by prune)."""
-        from filelock import FileLock
+    def update(self, op, family, fn):
+        """See :meth:`Database.update`. Entries ``fn`` returns that are not, as JSON, already in
+        the file are checked (schema and grammar) before anything is written; a bad one raises
+        DatabaseError and leaves the file as it was."""
+        from filelock import FileLock, Timeout
 
         path = self.path(op, family)
-        with FileLock(str(path) + ".lock", timeout=120):
-            doc = {"format": FORMAT, "op": op, "family": family,
-                   "entries": [e.to_json() for e in sorted(entries, key=_order)]}
-            self._atomic_write(path, dumps(doc))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+                current = self._read(path)
+                res = current.result
+                if res.problems and not res.entries and path.exists():
+                    raise DatabaseError(
+                        f"{path}: refusing to overwrite a file that does not load "
+                        f"({res.problems[0]}); fix or move it, then write again")
+                new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems)))
+                if new is None:
+                    return res.entries
+                return self._write(path, op, family, new, current.known)
+        except Timeout:
+            raise DatabaseError(f"{path}: another writer held the lock {path}.lock for "
+                                f"{LOCK_TIMEOUT_S:.0f} s; try again, or remove the lock file if "
+                                "no PyPTO process is writing") from None
+
+    def _write(self, path: Path, op: str, family: str, new: list[Entry], known: dict) -> list[Entry]:
+        by_key: dict[Key, Entry] = {}
+        for e in new:
+            if e.key.op != op or e.key.family != family:
+                raise DatabaseError(f"{path}: entry {e.key} does not belong in this file")
+            by_key[e.key] = e if e.key not in by_key else better(by_key[e.key], e)
+        if len(by_key) > MAX_ENTRIES:
+            raise DatabaseError(
+                f"{path}: {len(by_key)} entries would exceed the limit of {MAX_ENTRIES} for one op "
+                "file; prune it (`pypto db prune`) or write to another database folder (--db)")
+        seen: dict[str, _Seen] = {}
+        for e in sorted(by_key.values(), key=_order):
+            obj = e.to_json()
+            kt = _key_text(obj)
+            old = known.get(kt)
+            if old is None or old.obj != obj:
+                problems: list[str] = []
+                checked = self._check_entry(obj, f"{path}: new entry {e.key}", problems)
+                if checked is None:
+                    raise DatabaseError(f"not written: {problems[0]}")
+                old = _Seen(obj, checked)
+            if old.text is None:
+                old.text = _entry_text(obj)
+            seen[kt] = old
+        text = _file_text(op, family, [x.text for x in seen.values()])
+        if len(text.encode()) > MAX_FILE_BYTES:
+            raise DatabaseError(
+                f"{path}: the file would be over the limit of {MAX_FILE_BYTES >> 20} MiB; prune "
+                "it (`pypto db prune`) or write to another database folder (--db)")
+        self._atomic_write(path, text)
+        entries = [x.entry for x in seen.values()]
+        self._remember(path, path.stat(), hashlib.sha256(text.encode()).hexdigest(),
+                       LoadResult(entries, []), seen)
+        return entries
 
     @staticmethod
     def _atomic_write(path: Path, text: str) -> None:
@@ -265,6 +438,20 @@ class DirectoryDatabase(Database):
             except OSError:
                 pass
             raise
+
+
+def _entry_text(obj: dict) -> str:
+    """One entry as it appears inside a file written by ``dumps`` (two levels deep)."""
+    return "\n".join("  " + line for line in dumps(obj).rstrip("\n").split("\n"))
+
+
+def _file_text(op: str, family: str, entry_texts: list[str]) -> str:
+    """The whole file, byte for byte what ``dumps`` gives for the document, from entry texts that
+    are kept between writes: re-encoding thousands of unchanged entries (``json`` encodes with
+    indentation in pure Python) was most of a commit's time."""
+    body = "[\n" + ",\n".join(entry_texts) + "\n ]" if entry_texts else "[]"
+    return (f'{{\n "entries": {body},\n "family": {json.dumps(family)},\n "format": {FORMAT},\n'
+            f' "op": {json.dumps(op)}\n}}\n')
 
 
 def _order(e: Entry):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -107,40 +108,52 @@ def merge(sources: Iterable[str | Path], dest: str | Path) -> int:
 
 
 def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:
-    """Drops stale entries (fingerprint no longer the op's) and duplicate keys; returns what it did."""
-    from ..ops import get_op
-    from ..errors import UnknownOpError
+    """Drops stale entries (fingerprint no longer the op's) and duplicate keys; returns what it did.
 
+    Each file is pruned inside the database's read-modify-write (``update``): the entries judged
+    are those read under the file's lock, so an entry another process adds meanwhile is kept.
+    A file with problems (entries that do not load) is reported by ``validate`` and left alone.
+    """
     report: list[str] = []
     fps: dict[tuple, str] = {}
     for path in db.files():
-        res = db.load_file(path)
-        keep: dict[Key, Entry] = {}
-        changed = False
-        for e in res.entries:
-            k = e.key
-            try:
-                op = get_op(k.op)
-            except UnknownOpError:
-                report.append(f"{path}: {k}: op not registered here; kept")
-                keep[k] = e if k not in keep else better(keep[k], e)
-                continue
-            fk = (k.op, k.dtypes, k.params)
-            if fk not in fps:
-                fps[fk] = fingerprint(build(op, k.dtypes, dict(k.params)))
-            if fps[fk] != k.fingerprint:
-                report.append(f"{path}: {k}: stale (op fingerprint is now {fps[fk]}); removed")
-                changed = True
-                continue
-            if k in keep:
-                report.append(f"{path}: {k}: duplicate; kept the faster")
-                keep[k] = better(keep[k], e)
-                changed = True
-                continue
-            keep[k] = e
-        if changed and not dry_run and not res.problems:
-            db.replace_file(path.stem, path.parent.name, list(keep.values()))
+        judge = functools.partial(_prune_file, path=path, fps=fps, report=report)
+        if dry_run:
+            judge(db.load_file(path))
+        else:
+            db.update(path.stem, path.parent.name, judge)
     return report
+
+
+def _prune_file(current, *, path: Path, fps: dict, report: list[str]) -> list[Entry] | None:
+    """The entries of one file to keep (None: nothing to change)."""
+    from ..errors import UnknownOpError
+    from ..ops import get_op
+
+    keep: dict[Key, Entry] = {}
+    changed = False
+    for e in current.entries:
+        k = e.key
+        try:
+            op = get_op(k.op)
+        except UnknownOpError:
+            report.append(f"{path}: {k}: op not registered here; kept")
+            keep[k] = e if k not in keep else better(keep[k], e)
+            continue
+        fk = (k.op, k.dtypes, k.params)
+        if fk not in fps:
+            fps[fk] = fingerprint(build(op, k.dtypes, dict(k.params)))
+        if fps[fk] != k.fingerprint:
+            report.append(f"{path}: {k}: stale (op fingerprint is now {fps[fk]}); removed")
+            changed = True
+            continue
+        if k in keep:
+            report.append(f"{path}: {k}: duplicate; kept the faster")
+            keep[k] = better(keep[k], e)
+            changed = True
+            continue
+        keep[k] = e
+    return list(keep.values()) if changed and not current.problems else None
 
 
 def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], name: str,

@@ -104,7 +104,17 @@ def test_a_million_directives_in_a_file_are_refused_quickly(tmp_path):
     doc["entries"][0]["schedule"]["directives"] = [{"op": "parallel", "func": "out"}] * 10**6
     path.write_text(json.dumps(doc))
     problems = DirectoryDatabase(tmp_path).problems()
-    assert any("is too long" in p or "exceed" in p for p in problems)
+    # Refused by the file-size limit (about 30 MB of directives) before a line of it is decoded.
+    assert any("over the limit of" in p and "MiB" in p for p in problems)
+
+
+def test_too_many_directives_in_one_entry_are_refused(tmp_path):
+    path = _good_file(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["entries"][0]["schedule"]["directives"] = [{"op": "parallel", "func": "out"}] * 600
+    path.write_text(json.dumps(doc))
+    problems = DirectoryDatabase(tmp_path).problems()
+    assert any("600 directives exceed the limit" in p for p in problems)
 
 
 def test_unknown_func_is_found_by_deep_validation(tmp_path):
