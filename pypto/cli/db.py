@@ -90,7 +90,8 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
 
 @db.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--deep", is_flag=True, help="Also apply every schedule to its op (names, fingerprint).")
+@click.option("--deep", is_flag=True,
+              help="Also apply every schedule to its op (names, fingerprint) and compile it.")
 def validate(paths, deep):
     """Check database folders or files; one line per problem, non-zero exit if any."""
     from ..database.lookup import search_path
@@ -99,11 +100,41 @@ def validate(paths, deep):
     if not paths:
         paths = [d.name for d in search_path()]
     problems = validate_paths(paths, deep=deep)
+    if deep:
+        problems += _compile_problems(paths)
     for p in problems:
         click.echo(p)
     if problems:
         sys.exit(1)
     click.echo(f"ok: {', '.join(map(str, paths))}")
+
+
+def _compile_problems(paths) -> list[str]:
+    """One line per stored schedule that Halide refuses to compile for its target family."""
+    from pathlib import Path
+
+    from ..compiler.check import compile_problem
+    from ..database.store import DirectoryDatabase
+    from ..errors import PyptoError
+    from ..ops import get_op
+
+    out = []
+    for p in map(Path, paths):
+        if p.is_file():
+            entries = DirectoryDatabase(p.parent.parent).load_file(p).entries
+        elif p.is_dir():
+            entries = list(DirectoryDatabase(p).iter_all())
+        else:
+            continue  # reported by validate_paths
+        for e in entries:
+            try:
+                op = get_op(e.key.op)
+            except PyptoError:
+                continue  # reported by the deep check
+            why = compile_problem(op, e.key.dtypes, dict(e.key.params), e.schedule, e.key.family)
+            if why is not None:
+                out.append(f"{p}: {e.key}: {why}")
+    return out
 
 
 @db.command("diff")

@@ -122,6 +122,40 @@ def family(target: hl.Target) -> str:
     return base
 
 
+#: Target-string pieces for the tags of a database family (see :func:`family`).
+_FAMILY_TAGS = {
+    "avx512": SHORT_NAMES["x86-64-avx512"].split("-linux-")[1],
+    "avx2": SHORT_NAMES["x86-64-avx2"].split("-linux-")[1],
+    "sse41": "sse41",
+    "cuda": SHORT_NAMES["cuda"].split("host-")[1],
+    "opencl": SHORT_NAMES["opencl"].split("host-")[1],
+    "vulkan": SHORT_NAMES["vulkan"].split("host-")[1],
+    "metal": "metal",
+}
+
+
+def for_family(name: str) -> hl.Target:
+    """A target whose :func:`family` is ``name``: the host's own when it matches, else Linux.
+
+    It is what the schedules stored under that family are compiled for when they are checked.
+
+    >>> family(for_family("x86-64-avx2-cuda"))
+    'x86-64-avx2-cuda'
+    """
+    if name == family(host()):
+        return host()
+    arch, _, rest = name.partition("-")
+    bits, _, tags = rest.partition("-")
+    pieces = [_FAMILY_TAGS.get(t) for t in tags.split("-")] if tags else []
+    arch = {"webassembly": "wasm"}.get(arch, arch)  # family() spells out Halide's arch name
+    os_name = "wasmrt" if arch == "wasm" else "linux"
+    text = "-".join([arch, bits, os_name, *(p for p in pieces if p)])
+    if None in pieces or not hl.Target.validate_target_string(text):
+        raise TargetError(f"unknown target family {name!r}; families look like 'x86-64-avx2' or "
+                          f"'arm-64-cuda' (tags: {', '.join(_FAMILY_TAGS)})")
+    return hl.Target(text)
+
+
 def current() -> hl.Target:
     """The target that ``pypto.ops`` calls compile for right now."""
     return _current.get() or host()

@@ -21,11 +21,12 @@ STORED = {"R": 64, "C": 256}
 OP = pypto.get_op("softmax")
 
 
-def _stored_schedule(extra: dict) -> Schedule:
-    """Softmax's default schedule at STORED with one more directive, tagged with the fingerprint."""
+def _stored_schedule(extra: dict | None) -> Schedule:
+    """Softmax's default schedule at STORED (plus ``extra``), tagged with the fingerprint."""
     built = build(OP, ("float32",), {})
     s = default_schedule(built, STORED, targets.host()).to_json()
-    s["directives"].append(extra)
+    if extra is not None:
+        s["directives"].append(extra)
     return Schedule.from_json(s, "test").with_fingerprint(fingerprint(built))
 
 
@@ -43,7 +44,7 @@ def stored(tmp_path, monkeypatch):
     monkeypatch.setenv("PYPTO_USER_SCHEDULES", "off")
     root = tmp_path / "db"
 
-    def put(extra: dict) -> Schedule:
+    def put(extra: dict | None) -> Schedule:
         s = _stored_schedule(extra)
         key = Key.make("softmax", ("float32",), STORED, {}, targets.family(targets.host()),
                        s.fingerprint)
@@ -97,3 +98,39 @@ def test_an_explicit_bad_schedule_raises_even_after_a_fallback(stored, extra, er
         with pytest.raises(error):
             get_kernel(OP, ("float32",), {}, STORED, schedule=s)
     assert _call(STORED).source.startswith("default")  # while the call keeps working
+
+
+def _validate(*args):
+    from click.testing import CliRunner
+
+    from pypto.cli.main import cli
+
+    return CliRunner().invoke(cli, ["db", "validate", *args])
+
+
+def test_deep_validation_compiles_each_entry(stored, tmp_path):
+    stored(REFUSED)
+    db = str(tmp_path / "db")
+    assert _validate(db).exit_code == 0  # well-formed: only compiling finds the problem
+    r = _validate(db, "--deep")
+    assert r.exit_code == 1
+    assert "softmax[float32](C=256,R=64)" in r.output and "stored outside" in r.output
+
+
+def test_deep_validation_passes_a_schedule_that_compiles(stored, tmp_path):
+    stored(None)
+    r = _validate(str(tmp_path / "db"), "--deep")
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("family", ["x86-64-avx2", "x86-64-sse41", "arm-64", "arm-64-cuda",
+                                    "x86-64-avx2-opencl", "webassembly-32"])
+def test_a_family_maps_back_to_a_target_of_that_family(family):
+    assert targets.family(targets.for_family(family)) == family
+
+
+def test_an_unknown_family_is_a_target_error():
+    from pypto.errors import TargetError
+
+    with pytest.raises(TargetError, match="unknown target family 'x86-64-foo'"):
+        targets.for_family("x86-64-foo")
