@@ -14,7 +14,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -52,7 +51,11 @@ class Evaluator:
         self.compile_timeout = compile_timeout
         self.run_timeout = run_timeout
         self.proc: subprocess.Popen | None = None
-        self.log_path = log_path or os.path.join(tempfile.gettempdir(), f"pypto-worker-{os.getpid()}.log")
+        if log_path is None:  # in the user's private folder: a fixed name in /tmp can be planted
+            from pypto.compiler.trust import user_temp_dir
+
+            log_path = str(user_temp_dir() / f"worker-{os.getpid()}.log")
+        self.log_path = log_path
         self.restarts = 0
 
     # -- process management -------------------------------------------------------------------

@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
 
@@ -254,13 +253,19 @@ def _spin():
 
 
 class _measure_lock:
-    """One measurement at a time on this machine, across every tuner process."""
+    """One measurement at a time across every tuner process of this user on this machine.
+
+    ``PYPTO_MEASURE_LOCK`` names another lock file, e.g. one shared by several users on purpose.
+    """
 
     def __enter__(self):
         from filelock import FileLock
 
-        path = os.environ.get("PYPTO_MEASURE_LOCK") or os.path.join(tempfile.gettempdir(),
-                                                                     "pypto-measure.lock")
+        from pypto.compiler.trust import user_temp_dir
+
+        # In the user's private folder: a fixed name in /tmp could be pre-created or linked by
+        # another user (to block every tuner, or to make this one truncate a file of theirs).
+        path = os.environ.get("PYPTO_MEASURE_LOCK") or str(user_temp_dir() / "measure.lock")
         self.lock = FileLock(path)
         self.lock.acquire()
         return self
