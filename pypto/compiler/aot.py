@@ -203,6 +203,44 @@ def _multitarget(built, fn: str, tlist, tmp: Path) -> None:
     if len(args) > 1:
         w.parallel(args[-1])
     hl.Pipeline([w]).compile_to_multitarget_static_library(str(tmp / fn), built.images, tlist)
+    if w.name() != fn:
+        _rename_entry_point(tmp, fn, w.name())
+
+
+def _rename_entry_point(tmp: Path, fn: str, func_name: str) -> None:
+    """Renames the library's functions from what Halide called them back to ``fn``.
+
+    Halide keeps Func names unique within a process: when ``fn`` was taken (by an earlier build),
+    the wrapper Func became ``fn$1`` and its C functions ``fn_1``, ``fn_1_argv``, ... The symbols
+    are renamed with ``objcopy`` and the header rewritten; the name inside the library's metadata
+    (``fn_1_metadata()->name``) keeps Halide's spelling.
+    """
+    import re
+
+    got = "".join(c if c.isalnum() else "_" for c in func_name)  # how Halide spells it in C
+    objcopy = shutil.which("objcopy")
+    if objcopy is None:
+        raise PyptoError(f"{fn}: Halide named the function {got} because {fn} was used earlier in "
+                         "this process; renaming it needs objcopy (install binutils), or build "
+                         "in a fresh process")
+    archive, header = tmp / f"{fn}.a", tmp / f"{fn}.h"
+    r = subprocess.run(["nm", "--defined-only", "--format=posix", str(archive)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise CompileError(f"listing the symbols of {archive.name} failed: {r.stderr.strip()[:2000]}")
+    ours = re.compile(re.escape(got) + r"(-[\w-]+)?(_argv|_metadata)?")
+    names = {line.split()[0] for line in r.stdout.splitlines() if line.split()}
+    renames = sorted(f"{n} {fn}{n[len(got):]}" for n in names if ours.fullmatch(n))
+    (tmp / "renames.txt").write_text("\n".join(renames) + "\n")
+    r = subprocess.run([objcopy, f"--redefine-syms={tmp / 'renames.txt'}", str(archive)],
+                       capture_output=True, text=True)
+    (tmp / "renames.txt").unlink()
+    if r.returncode:
+        raise CompileError(f"renaming {got} to {fn} in {archive.name} failed: {r.stderr.strip()[:2000]}")
+    text = header.read_text()
+    text = re.sub(rf"\b{re.escape(got)}(?=(_argv|_metadata)?\b)", fn, text)
+    text = text.replace(f"_{func_name.replace('$', '__')}_buffer", f"_{fn}_buffer")
+    header.write_text(text)
 
 
 def _cc() -> str:

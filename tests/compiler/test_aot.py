@@ -124,6 +124,19 @@ def test_multi_target_library_runs_here(tmp_path):
     assert_close(_run_c(tmp_path, tmp_path / "pypto_softmax.a"), _softmax_ref(_input()))
 
 
+@pytest.mark.skipif(not HAS_CC, reason="needs a C compiler")
+def test_a_second_multi_target_build_in_one_process_keeps_its_function_name(tmp_path):
+    # Halide keeps Func names unique in a process: the second build's wrapper Func would be
+    # pypto_softmax$1, and its C function pypto_softmax_1, unlike its header and manifest.
+    for i in range(2):
+        out = tmp_path / f"build{i}"
+        res = build_op(pypto.get_op("softmax"), target="x86-64-avx2,x86-64-linux-sse41", out_dir=out,
+                       dims={"R": R, "C": C})
+        assert res.manifest["function"] == "pypto_softmax"
+        assert "pypto_softmax_1" not in (out / "pypto_softmax.h").read_text()
+        assert_close(_run_c(out, out / "pypto_softmax.a"), _softmax_ref(_input()))
+
+
 @pytest.mark.parametrize("target, feature", [("arm-64-linux", "arm-64-linux"), ("cuda", "cuda"),
                                              ("opencl", "opencl")])
 def test_cross_builds_compile_here_with_right_manifests(tmp_path, target, feature):
