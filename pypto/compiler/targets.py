@@ -3,9 +3,10 @@
 Short names (:data:`SHORT_NAMES`) cover the usual CPUs and the four GPU APIs. A CUDA target may
 name its compute capability: ``cuda-sm80``, ``cuda-sm_80``, ``cuda:80`` and ``cuda80`` all mean
 the host CPU plus CUDA with Halide's ``cuda_capability_80`` feature. Halide 21 knows the
-capabilities in :data:`CUDA_CAPABILITIES`; a newer one (``cuda-sm90``) takes the newest of those
-below it, since code for an older capability runs on newer devices. Plain ``cuda`` is
-capability 7.0. Any full Halide target string (``host-opencl``, ``x86-64-linux-avx2-cuda``) works too.
+capabilities in :data:`CUDA_CAPABILITIES`; any other (``cuda-sm90``, a typo like ``cuda-sm99``) is
+a TargetError listing them, rather than a silent build for another one. For a newer GPU name the
+newest known (``cuda-sm86``): code for an older capability runs on newer devices. Plain ``cuda``
+is capability 7.0. Any full Halide target string (``host-opencl``, ``x86-64-linux-avx2-cuda``) works too.
 """
 
 from __future__ import annotations
@@ -56,16 +57,19 @@ def _known() -> str:
 def cuda_target_string(capability: int | None = None) -> str:
     """The target string of the host CPU plus CUDA at ``capability`` (e.g. 80 for sm_80).
 
-    A capability newer than Halide knows maps to the newest one below it; one older than the
-    oldest is a TargetError.
+    Raises:
+        TargetError: Halide has no feature for ``capability``; the message lists those it has.
     """
     if capability is None:
         return SHORT_NAMES["cuda"]
-    usable = [c for c in CUDA_CAPABILITIES if c <= capability]
-    if not usable:
-        raise TargetError(f"CUDA compute capability {capability} is too old; Halide supports "
-                          f"{', '.join(map(str, CUDA_CAPABILITIES))} (e.g. 'cuda-sm70')")
-    return f"host-cuda-cuda_capability_{usable[-1]}"
+    if capability not in CUDA_CAPABILITIES:
+        known = ", ".join(map(str, CUDA_CAPABILITIES))
+        why = "too old" if capability < CUDA_CAPABILITIES[0] else "unknown to this Halide"
+        newest = CUDA_CAPABILITIES[-1]
+        raise TargetError(f"CUDA compute capability {capability} is {why}; known: {known} "
+                          f"(e.g. 'cuda-sm80'). For a newer GPU use 'cuda-sm{newest}': code built "
+                          "for an older capability runs on newer devices")
+    return f"host-cuda-cuda_capability_{capability}"
 
 
 def _expand(name: str) -> str:

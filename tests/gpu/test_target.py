@@ -21,7 +21,7 @@ F = hl.TargetFeature
 
 @pytest.mark.parametrize("name,feature", [
     ("cuda", F.CUDACapability70), ("cuda-sm80", F.CUDACapability80), ("cuda:86", F.CUDACapability86),
-    ("cuda-sm_75", F.CUDACapability75), ("cuda61", F.CUDACapability61), ("CUDA-SM90", F.CUDACapability86),
+    ("cuda-sm_75", F.CUDACapability75), ("cuda61", F.CUDACapability61), ("CUDA-SM86", F.CUDACapability86),
     ("opencl", F.OpenCL), ("vulkan", F.Vulkan), ("metal", F.Metal),
     ("host-cuda-cuda_capability_50", F.CUDACapability50), ("x86-64-linux-opencl", F.OpenCL),
 ])
@@ -38,6 +38,8 @@ def test_cuda_capability_is_exact_when_halide_knows_it():
 
 @pytest.mark.parametrize("name,match", [
     ("cuda-sm20", "too old"), ("nope", "unknown target 'nope'.*cuda-smXX"), ("cuda-smx", "unknown"),
+    ("cuda-sm99", r"capability 99 is unknown to this Halide; known: 30, .*, 80, 86 .*'cuda-sm86'"),
+    ("cuda:90", "capability 90 is unknown"), ("cuda-sm_62", "capability 62 is unknown"),
     ("", "must be a name"),
 ])
 def test_unknown_names_are_clear_errors(name, match):
