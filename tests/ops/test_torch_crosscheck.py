@@ -1,0 +1,576 @@
+"""Every op that PyTorch also has, checked against PyTorch's own implementation.
+
+The NumPy references next to each kernel were written by the same hands as the kernels; PyTorch
+was not. Each op below runs on a small representative input and on a second, odd-sized one (with
+other parameters where the op has some), in each float dtype it supports (and its integer dtypes
+where PyTorch has them), and must agree with torch within a dtype-aware tolerance.
+
+Where PyTorch has no single op, the check composes documented torch ops (``F.pad`` with
+``mode="replicate"`` plus ``F.conv2d`` for the image filters, ``torch.round`` and ``torch.clamp``
+for requantize, an int64 ``torch.matmul`` for quantized_matmul); the arithmetic is still torch's.
+
+Ops with no counterpart in torch itself (they live in torchvision, checked when it is installed):
+- anchor_boxes: ``torchvision.models.detection.anchor_utils.AnchorGenerator``;
+- roi_align: ``torchvision.ops.roi_align``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.ops as P
+from pypto.dtypes import tolerance
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+FLOATS = ("float32", "float64")
+
+
+def _rng(size):
+    return np.random.default_rng(0 if size == "small" else 1)
+
+
+def _u(rng, shape, dt, low=-3.0, high=3.0):
+    if np.dtype(dt).kind == "f":
+        return rng.uniform(low, high, size=shape).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -100), min(info.max, 100) + 1, size=shape).astype(dt)
+
+
+def _t(a):
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _dims(x, axis):
+    """A pypto ``axis`` (None, int or tuple) as torch's ``dim``."""
+    if axis is None:
+        return tuple(range(x.ndim))
+    return axis
+
+
+# -- the cases: name -> (dtypes, make(size, dt) -> (args, kwargs), torch_fn(*tensors, **kwargs)) --
+CASES: dict = {}
+
+
+def case(name, dtypes=FLOATS):
+    def wrap(pair):
+        make, ref = pair()
+        CASES[name] = (dtypes, make, ref)
+        return pair
+    return wrap
+
+
+def _shape(size):
+    return (4, 8) if size == "small" else (3, 127)
+
+
+# elementwise, unary: torch function, input range
+_UNARY = {
+    "abs": (torch.abs, -3, 3, FLOATS + ("int32", "int8")),
+    "ceil": (torch.ceil, -3, 3, FLOATS),
+    "cos": (torch.cos, -6, 6, FLOATS),
+    "erf": (torch.special.erf, -3, 3, FLOATS),
+    "exp": (torch.exp, -10, 10, FLOATS),
+    "expm1": (torch.special.expm1, -2, 2, FLOATS),
+    "floor": (torch.floor, -3, 3, FLOATS),
+    "log": (torch.log, 1e-3, 10, FLOATS),
+    "log1p": (torch.special.log1p, -0.9, 10, FLOATS),
+    "neg": (torch.neg, -3, 3, FLOATS + ("int32", "int8")),
+    "reciprocal": (torch.reciprocal, 0.1, 5, FLOATS),
+    "relu": (F.relu, -3, 3, FLOATS + ("int32", "int8")),
+    "rsqrt": (torch.rsqrt, 1e-2, 10, FLOATS),
+    "sigmoid": (torch.special.expit, -20, 20, FLOATS),
+    "silu": (F.silu, -20, 20, FLOATS),
+    "sin": (torch.sin, -6, 6, FLOATS),
+    "softplus": (F.softplus, -25, 25, FLOATS),
+    "sqrt": (torch.sqrt, 0, 10, FLOATS),
+    "square": (torch.square, -3, 3, FLOATS + ("int32", "int8")),
+    "tanh": (torch.tanh, -10, 10, FLOATS),
+}
+
+
+def _unary(fn, low, high):
+    def make(size, dt):
+        return (_u(_rng(size), _shape(size), dt, low, high),), {}
+    return make, lambda x: fn(x)
+
+
+for _n, (_fn, _lo, _hi, _dts) in _UNARY.items():
+    _m, _r = _unary(_fn, _lo, _hi)
+    CASES[_n] = (_dts, _m, _r)
+
+
+@case("round")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        # Half-integers too: both round half to even.
+        x = np.where(rng.random(_shape(size)) < 0.5, rng.integers(-8, 8, _shape(size)) + 0.5,
+                     rng.uniform(-5, 5, _shape(size)))
+        return (x.astype(dt),), {}
+    return make, torch.round
+
+
+@case("clip", FLOATS + ("int32", "int8"))
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), _shape(size), dt)
+        return (x,), ({"min": -1, "max": 2} if size == "small" else {"min": 0})
+    return make, lambda x, min=None, max=None: torch.clamp(x, min=min, max=max)
+
+
+@case("gelu")
+def _():
+    def make(size, dt):
+        return (_u(_rng(size), _shape(size), dt, -6, 6),), \
+            {"approximate": "none" if size == "small" else "tanh"}
+    return make, lambda x, approximate: F.gelu(x, approximate=approximate)
+
+
+@case("leaky_relu")
+def _():
+    def make(size, dt):
+        return (_u(_rng(size), _shape(size), dt),), \
+            {"negative_slope": 0.01 if size == "small" else 0.3}
+    return make, lambda x, negative_slope: F.leaky_relu(x, negative_slope)
+
+
+# elementwise, binary: the odd size broadcasts a row against a matrix
+def _binary(fn, low=-3.0, high=3.0, blow=None, bhigh=None):
+    def make(size, dt):
+        rng = _rng(size)
+        a = _u(rng, _shape(size), dt, low, high)
+        bshape = _shape(size) if size == "small" else _shape(size)[-1:]
+        b = _u(rng, bshape, dt, low if blow is None else blow, high if bhigh is None else bhigh)
+        return (a, b), {}
+    return make, fn
+
+
+_BINARY = {
+    "add": (torch.add, FLOATS + ("int32",)),
+    "sub": (torch.sub, FLOATS + ("int32",)),
+    "mul": (torch.mul, FLOATS + ("int32",)),
+    "maximum": (torch.maximum, FLOATS + ("int32",)),
+    "minimum": (torch.minimum, FLOATS + ("int32",)),
+}
+for _n, (_fn, _dts) in _BINARY.items():
+    CASES[_n] = (_dts, *_binary(_fn))
+CASES["div"] = (FLOATS, *_binary(torch.div, blow=0.2, bhigh=4.0))
+CASES["pow"] = (FLOATS, *_binary(torch.pow, 0.05, 4.0, -3.0, 3.0))
+CASES["swiglu"] = (FLOATS, *_binary(lambda x, y: F.silu(x) * y, -10.0, 10.0))
+
+
+@case("where", FLOATS + ("int32",))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        c = rng.random(_shape(size)) < 0.5
+        return (c, _u(rng, _shape(size), dt), _u(rng, _shape(size), dt)), {}
+    return make, torch.where
+
+
+# reductions: small reduces the last axis, the odd size all axes (or axis 0, keepdims)
+def _reduction(fn, low=-3.0, high=3.0):
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (5, 16), dt, low, high),), {"axis": -1}
+        return (_u(rng, (3, 7, 11), dt, low, high),), {"axis": 0, "keepdims": True}
+    return make, fn
+
+
+CASES["sum"] = (FLOATS + ("int32",), *_reduction(
+    lambda x, axis, keepdims=False: torch.sum(x, dim=axis, keepdim=keepdims)))
+CASES["mean"] = (FLOATS, *_reduction(
+    lambda x, axis, keepdims=False: torch.mean(x, dim=axis, keepdim=keepdims)))
+CASES["prod"] = (FLOATS, *_reduction(
+    lambda x, axis, keepdims=False: torch.prod(x, dim=axis, keepdim=keepdims), 0.8, 1.2))
+CASES["max"] = (FLOATS + ("int32",), *_reduction(
+    lambda x, axis, keepdims=False: torch.amax(x, dim=axis, keepdim=keepdims)))
+CASES["min"] = (FLOATS + ("int32",), *_reduction(
+    lambda x, axis, keepdims=False: torch.amin(x, dim=axis, keepdim=keepdims)))
+CASES["argmax"] = (FLOATS + ("int32",), *_reduction(
+    lambda x, axis, keepdims=False: torch.argmax(x, dim=axis, keepdim=keepdims)))
+CASES["argmin"] = (FLOATS + ("int32",), *_reduction(
+    lambda x, axis, keepdims=False: torch.argmin(x, dim=axis, keepdim=keepdims)))
+CASES["logsumexp"] = (FLOATS, *_reduction(
+    lambda x, axis, keepdims=False: torch.logsumexp(x, dim=axis, keepdim=keepdims), -30, 30))
+
+
+@case("var")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (5, 16), dt),), {"axis": 1}
+        return (_u(rng, (3, 7, 11), dt),), {"axis": None, "ddof": 1}
+    return make, lambda x, axis, ddof=0: torch.var(x, dim=_dims(x, axis), correction=ddof)
+
+
+@case("std")
+def _():
+    make = CASES["var"][1]
+    return make, lambda x, axis, ddof=0: torch.std(x, dim=_dims(x, axis), correction=ddof)
+
+
+# norm
+@case("softmax")
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_u(_rng(size), (4, 16), dt, -10, 10),), {}
+        return (_u(_rng(size), (3, 129, 5), dt, -10, 10),), {"axis": 1}
+    return make, lambda x, axis=-1: F.softmax(x, dim=axis)
+
+
+@case("log_softmax")
+def _():
+    make = CASES["softmax"][1]
+    return make, lambda x, axis=-1: F.log_softmax(x, dim=axis)
+
+
+@case("layer_norm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        c = 16 if size == "small" else 131
+        x = _u(rng, (4, c) if size == "small" else (2, 3, c), dt)
+        if size == "small":
+            return (x, _u(rng, (c,), dt), _u(rng, (c,), dt)), {}
+        return (x,), {"eps": 1e-3}
+    return make, lambda x, gamma=None, beta=None, eps=1e-5: F.layer_norm(
+        x, x.shape[-1:], gamma, beta, eps)
+
+
+@case("rms_norm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (4, 16), dt), _u(rng, (16,), dt)), {}
+        return (_u(rng, (2, 3, 131), dt),), {"eps": 1e-3}
+    return make, lambda x, gamma=None, eps=1e-6: F.rms_norm(x, x.shape[-1:], gamma, eps)
+
+
+@case("batch_norm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        shape, c = ((2, 4, 3, 5), 4) if size == "small" else ((3, 7, 13), 7)
+        x, m = _u(rng, shape, dt), _u(rng, (c,), dt)
+        v = _u(rng, (c,), dt, 0.1, 3.0)
+        if size == "small":
+            return (x, m, v, _u(rng, (c,), dt), _u(rng, (c,), dt)), {}
+        return (x, m, v), {"eps": 1e-3}
+    return make, lambda x, mean, var, gamma=None, beta=None, eps=1e-5: F.batch_norm(
+        x, mean, var, gamma, beta, training=False, eps=eps)
+
+
+# linalg
+@case("matmul")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        m, k, n = (4, 8, 6) if size == "small" else (7, 131, 5)
+        return (_u(rng, (m, k), dt, -1, 1), _u(rng, (k, n), dt, -1, 1)), {}
+    return make, torch.matmul
+
+
+@case("batch_matmul")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        b, m, k, n = (2, 4, 8, 6) if size == "small" else (3, 7, 131, 5)
+        return (_u(rng, (b, m, k), dt, -1, 1), _u(rng, (b, k, n), dt, -1, 1)), {}
+    return make, torch.bmm
+
+
+@case("linear")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (4, 8), dt, -1, 1), _u(rng, (6, 8), dt, -1, 1),
+                    _u(rng, (6,), dt)), {}
+        return (_u(rng, (2, 3, 131), dt, -1, 1), _u(rng, (5, 131), dt, -1, 1)), {}
+    return make, lambda x, w, b=None: F.linear(x, w, b)
+
+
+@case("transpose", FLOATS + ("int8",))
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_u(_rng(size), (4, 8), dt),), {}
+        return (_u(_rng(size), (3, 5, 7), dt),), {"axes": (1, 2, 0)}
+    return make, lambda x, axes=None: x.permute(*(axes or range(x.ndim)[::-1]))
+
+
+@case("batch_transpose", FLOATS + ("int8",))
+def _():
+    def make(size, dt):
+        return (_u(_rng(size), (2, 4, 8, 3) if size == "small" else (3, 7, 5, 1), dt),), {}
+    return make, lambda x: x.transpose(1, 2)
+
+
+# attention
+@case("scaled_dot_product_attention")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        b, h, s, l, d, e = (1, 2, 4, 6, 8, 8) if size == "small" else (2, 3, 7, 13, 5, 3)
+        q, k, v = (_u(rng, sh, dt, -1, 1) for sh in ((b, h, s, d), (b, h, l, d), (b, h, l, e)))
+        return (q, k, v), ({} if size == "small" else {"scale": 0.7})
+    return make, lambda q, k, v, scale=None: F.scaled_dot_product_attention(q, k, v,
+                                                                            scale=scale)
+
+
+# nn
+@case("conv2d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 3, 8, 8), dt, -1, 1), _u(rng, (4, 3, 3, 3), dt, -1, 1),
+                    _u(rng, (4,), dt)), {"padding": 1}
+        return (_u(rng, (2, 4, 11, 13), dt, -1, 1), _u(rng, (6, 2, 3, 2), dt, -1, 1)), \
+            {"stride": (2, 1), "padding": (1, 0), "dilation": (1, 2), "groups": 2}
+    return make, lambda x, w, b=None, stride=1, padding=0, dilation=1, groups=1: F.conv2d(
+        x, w, b, stride, padding, dilation, groups)
+
+
+@case("depthwise_conv2d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 3, 8, 8), dt, -1, 1), _u(rng, (3, 1, 3, 3), dt, -1, 1)), {}
+        return (_u(rng, (2, 5, 11, 13), dt, -1, 1), _u(rng, (5, 1, 3, 5), dt, -1, 1)), \
+            {"stride": 2, "padding": (1, 2)}
+    return make, lambda x, w, stride=1, padding=0: F.conv2d(x, w, None, stride, padding, 1,
+                                                            x.shape[1])
+
+
+@case("max_pool2d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 2, 8, 8), dt),), {"kernel_size": 2}
+        return (_u(rng, (2, 3, 11, 13), dt),), {"kernel_size": 3, "stride": (2, 1),
+                                                "padding": 1}
+    return make, lambda x, kernel_size, stride=None, padding=0: F.max_pool2d(
+        x, kernel_size, stride, padding)
+
+
+@case("avg_pool2d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 2, 8, 8), dt),), {"kernel_size": 2}
+        return (_u(rng, (2, 3, 11, 13), dt),), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                "count_include_pad": False}
+    return make, lambda x, kernel_size, stride=None, padding=0, count_include_pad=True: \
+        F.avg_pool2d(x, kernel_size, stride, padding, count_include_pad=count_include_pad)
+
+
+@case("lstm_cell")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        b, i, h = (2, 3, 4) if size == "small" else (5, 7, 3)
+        arrs = [_u(rng, sh, dt, -1, 1) for sh in ((b, i), (b, h), (b, h), (4 * h, i),
+                                                   (4 * h, h), (4 * h,), (4 * h,))]
+        return (tuple(arrs) if size == "small" else tuple(arrs[:5])), {}
+    return make, lambda x, h, c, w_ih, w_hh, b_ih=None, b_hh=None: torch.lstm_cell(
+        x, (h, c), w_ih, w_hh, b_ih, b_hh)
+
+
+# image: torch has these filters only as compositions (replicated edges, then a convolution)
+def _img(size, dt):
+    return _u(_rng(size), (2, 8, 8) if size == "small" else (3, 13, 11), dt)
+
+
+def _filter(x, kernel):
+    """Cross-correlates each [H, W] image of x [B, H, W] with a [kh, kw] kernel, edges replicated."""
+    kh, kw = kernel.shape
+    xp = F.pad(x[:, None], (kw // 2, kw // 2, kh // 2, kh // 2), mode="replicate")
+    return F.conv2d(xp, kernel[None, None].to(x.dtype))[:, 0]
+
+
+@case("box_blur")
+def _():
+    def make(size, dt):
+        return (_img(size, dt),), {"size": 3 if size == "small" else 5}
+    return make, lambda x, size=3: F.avg_pool2d(
+        F.pad(x[:, None], (size // 2,) * 4, mode="replicate"), size, 1)[:, 0]
+
+
+@case("gaussian_blur")
+def _():
+    def make(size, dt):
+        return (_img(size, dt),), ({"sigma": 1.0} if size == "small"
+                                   else {"sigma": 0.7, "radius": 2})
+
+    def ref(x, sigma=1.0, radius=None):
+        r = int(4 * sigma + 0.5) if radius is None else radius
+        i = torch.arange(-r, r + 1, dtype=torch.float64)
+        w = torch.exp(-i**2 / (2 * sigma**2))
+        w = (w / w.sum()).to(x.dtype)
+        return _filter(_filter(x, w[None, :]), w[:, None])
+    return make, ref
+
+
+@case("sobel")
+def _():
+    def make(size, dt):
+        return (_img(size, dt),), {}
+
+    def ref(x):
+        kx = torch.tensor([[-1.0, 0, 1], [-2, 0, 2], [-1, 0, 1]], dtype=torch.float64)
+        return torch.sqrt(_filter(x, kx) ** 2 + _filter(x, kx.T) ** 2)
+    return make, ref
+
+
+@case("resize_bilinear")
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_img(size, dt),), {"height": 16, "width": 5}
+        return (_img(size, dt),), {"height": 7, "width": 29, "align_corners": True}
+    return make, lambda x, height, width, align_corners=False: F.interpolate(
+        x[None], size=(height, width), mode="bilinear", align_corners=align_corners)[0]
+
+
+# quantization: torch's quantized tensors for (de)quantize, compositions for the rest
+_QT = {"int8": "qint8", "uint8": "quint8"}
+
+
+@case("quantize", ("float32",))
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), _shape(size), dt, -8, 8)
+        return (x,), ({"scale": 0.05, "zero_point": 3} if size == "small"
+                      else {"scale": 0.03, "zero_point": 120, "dtype": "uint8"})
+    return make, lambda x, scale, zero_point, dtype="int8": torch.quantize_per_tensor(
+        x, scale, zero_point, getattr(torch, _QT[dtype])).int_repr()
+
+
+@case("dequantize", ("int8", "uint8"))
+def _():
+    def make(size, dt):
+        info = np.iinfo(dt)
+        q = _rng(size).integers(info.min, info.max + 1, _shape(size)).astype(dt)
+        return (q,), ({"scale": 0.05, "zero_point": 3} if size == "small"
+                      else {"scale": 0.37, "zero_point": -5 if dt == "int8" else 200})
+    return make, lambda q, scale, zero_point: torch._make_per_tensor_quantized_tensor(
+        q, scale, zero_point).dequantize()
+
+
+@case("requantize", ("int32",))
+def _():
+    def make(size, dt):
+        acc = _rng(size).integers(-5000, 5000, _shape(size)).astype(dt)
+        return (acc,), ({"scale": 0.02, "zero_point": 3} if size == "small"
+                        else {"scale": 0.5, "zero_point": 100, "dtype": "uint8"})
+
+    def ref(acc, scale, zero_point, dtype="int8"):
+        info = np.iinfo(dtype)
+        q = torch.round(acc.to(torch.float64) * scale) + zero_point
+        return torch.clamp(q, info.min, info.max).to(getattr(torch, dtype))
+    return make, ref
+
+
+@case("quantized_matmul", ("int8", "uint8"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        info = np.iinfo(dt)
+        m, k, n = (4, 8, 6) if size == "small" else (7, 131, 5)
+        a, b = (rng.integers(info.min, info.max + 1, sh).astype(dt) for sh in ((m, k), (k, n)))
+        zp = 0 if size == "small" else (-3 if dt == "int8" else 128)
+        return (a, b), {"a_zero_point": zp, "b_zero_point": zp // 2}
+    return make, lambda a, b, a_zero_point=0, b_zero_point=0: torch.matmul(
+        a.to(torch.int64) - a_zero_point, b.to(torch.int64) - b_zero_point).to(torch.int32)
+
+
+# torchvision: checked when it is installed
+@case("roi_align", ("float32", "float64"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        n, c, h, w = (1, 2, 8, 8) if size == "small" else (2, 3, 13, 11)
+        x = _u(rng, (n, c, h, w), dt)
+        k = 3 if size == "small" else 7
+        xy = rng.uniform(-1, max(h, w), (k, 2, 2))
+        boxes = np.concatenate([rng.integers(0, n, (k, 1)), xy.min(1), xy.max(1)], 1).astype(dt)
+        if size == "small":
+            return (x, boxes), {"output_size": 2}
+        return (x, boxes), {"output_size": (3, 2), "spatial_scale": 0.5, "sampling_ratio": 3,
+                            "aligned": True}
+
+    def ref(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=2, aligned=False):
+        tv = pytest.importorskip("torchvision")
+        return tv.ops.roi_align(x, boxes, output_size, spatial_scale, sampling_ratio, aligned)
+    return make, ref
+
+
+ANCHOR_CALLS = {
+    "small": {"feat_h": 2, "feat_w": 3, "stride": 16, "sizes": (32, 64), "ratios": (0.5, 1.0)},
+    "odd": {"feat_h": 5, "feat_w": 7, "stride": (8, 4), "sizes": (13.0,),
+            "ratios": (0.5, 1.0, 2.0), "dtype": "float64"},
+}
+
+
+def test_every_op_is_checked_or_listed():
+    assert {op.name for op in pypto.list_ops()} == set(CASES) | {"anchor_boxes"}
+
+
+def _close(got, want, dt, name):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{name}: shape {got.shape} != torch {want.shape}"
+    rtol, atol = tolerance(dt) if np.dtype(dt).kind == "f" else (0.0, 0.0)
+    if got.dtype.kind == "f" or want.dtype.kind == "f":
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                                   atol=atol, equal_nan=True, err_msg=name)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("size", ["small", "odd"])
+@pytest.mark.parametrize("name,dt", [(n, d) for n, (dts, _, _) in sorted(CASES.items())
+                                      for d in dts])
+def test_op_agrees_with_torch(name, dt, size):
+    _, make, ref = CASES[name]
+    args, kwargs = make(size, dt)
+    want = ref(*[_t(a) for a in args], **kwargs)
+    got = getattr(P, name)(*args, **kwargs)
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), name
+        for g, w in zip(got, want):
+            _close(g, w.numpy(), dt, name)
+    else:
+        _close(got, want.numpy(), dt, name)
+
+
+@pytest.mark.parametrize("size", ["small", "odd"])
+def test_anchor_boxes_agree_with_torchvision(size):
+    pytest.importorskip("torchvision")
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+
+    kw = ANCHOR_CALLS[size]
+    dt = getattr(torch, kw.get("dtype", "float32"))
+    gen = AnchorGenerator(sizes=(tuple(kw["sizes"]),), aspect_ratios=(tuple(kw["ratios"]),))
+    gen.set_cell_anchors(dt, torch.device("cpu"))
+    st = kw["stride"] if isinstance(kw["stride"], tuple) else (kw["stride"],) * 2
+    want = gen.grid_anchors([[kw["feat_h"], kw["feat_w"]]],
+                            [[torch.tensor(st[0]), torch.tensor(st[1])]])[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = P.anchor_boxes(**kw)
+    _close(got, want.numpy(), kw.get("dtype", "float32"), "anchor_boxes")
