@@ -91,20 +91,30 @@ def _padded(x, name: str, pad_h: int, pad_w: int, dims, value):
     return f
 
 
+#: Bound of window sizes, strides, padding and dilation. Halide indexes with 32-bit ints: with
+#: each factor below 2^15, index arithmetic such as dilation * kernel stays below 2^30.
+MAX_WINDOW = 1 << 15
+#: Bound of the channel groups (they must divide the channel counts as well).
+MAX_GROUPS = 1 << 20
+
+
 def _window_params(kernel: bool = False, dilation: bool = False, groups: bool = False):
+    w = MAX_WINDOW
     ps = []
     if kernel:
-        ps += [Param("kernel_h", int, low=1, doc="window rows"),
-               Param("kernel_w", int, low=1, doc="window columns")]
-    ps += [Param("stride_h", int, 1, low=1, doc="step between output rows, in input rows"),
-           Param("stride_w", int, 1, low=1, doc="step between output columns, in input columns"),
-           Param("pad_h", int, 0, low=0, doc="rows of padding above and below"),
-           Param("pad_w", int, 0, low=0, doc="columns of padding left and right")]
+        ps += [Param("kernel_h", int, low=1, high=w, doc="window rows"),
+               Param("kernel_w", int, low=1, high=w, doc="window columns")]
+    ps += [Param("stride_h", int, 1, low=1, high=w, doc="step between output rows, in input rows"),
+           Param("stride_w", int, 1, low=1, high=w,
+                 doc="step between output columns, in input columns"),
+           Param("pad_h", int, 0, low=0, high=w, doc="rows of padding above and below"),
+           Param("pad_w", int, 0, low=0, high=w, doc="columns of padding left and right")]
     if dilation:
-        ps += [Param("dil_h", int, 1, low=1, doc="spacing between kernel rows"),
-               Param("dil_w", int, 1, low=1, doc="spacing between kernel columns")]
+        ps += [Param("dil_h", int, 1, low=1, high=w, doc="spacing between kernel rows"),
+               Param("dil_w", int, 1, low=1, high=w, doc="spacing between kernel columns")]
     if groups:
-        ps += [Param("groups", int, 1, low=1, doc="channel groups (C and O divisible by it)")]
+        ps += [Param("groups", int, 1, low=1, high=MAX_GROUPS,
+                     doc="channel groups (C and O divisible by it)")]
     return ps
 
 
