@@ -78,13 +78,15 @@ def usable_dir() -> Path | None:
     root = cache_dir()
     if root is None:
         return None
-    why = untrusted_ancestor(root)
+    elsewhere = "set PYPTO_CACHE_DIR to a folder of your own"
+    why = untrusted_ancestor(Path(os.path.realpath(root)))  # where a link to it really points
+    fix = f"A folder above it lets others replace it: {elsewhere}."
     if why is None and os.path.lexists(root):
         why = untrusted(root, follow=True)
         why = why and f"{root} {why}"
+        fix = f"Make it yours and private (chmod go-w {root}), or {elsewhere}."
     if why is not None:
-        _refuse(why, f"Make it yours and private (chmod go-w {root}), or set PYPTO_CACHE_DIR to a "
-                     "folder of your own.")
+        _refuse(why, fix)
         return None
     return root
 

@@ -179,3 +179,16 @@ def test_an_entry_that_fails_its_first_call_is_rebuilt(tmp_path, filled):
     _write_meta(entry, meta)
     assert _run(cache).stdout.strip() == "disk"  # the answer is right: checked in CODE
     assert _sha(entry / "kernel.so") != meta["sha256"]  # and the entry was replaced
+
+
+def test_a_folder_above_the_cache_that_others_can_write_is_refused(tmp_path, monkeypatch):
+    from pypto.compiler import diskcache
+
+    above = tmp_path / "shared"
+    above.mkdir()
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(above / "cache"))
+    above.chmod(0o777)  # others could rename the cache folder away and put theirs in its place
+    with pytest.warns(RuntimeWarning, match="writable by others without the sticky bit"):
+        assert diskcache.usable_dir() is None
+    above.chmod(0o1777)  # as /tmp: the sticky bit stops them renaming what is not theirs
+    assert diskcache.usable_dir() == above / "cache"
