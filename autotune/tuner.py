@@ -378,11 +378,13 @@ class Tuner:
     def _requeue_interrupted(self, study) -> None:
         """Queues again the knob values of this tuner's trials cut short by Ctrl-C (Optuna fails
         them), so that a resumed run measures them instead of losing them."""
-        for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.FAIL,)):
-            if (t.user_attrs.get("owner") == _OWNER and "status" not in t.user_attrs and t.params
-                    and not t.user_attrs.get("requeued")):
-                study._storage.set_trial_user_attr(t._trial_id, "requeued", True)
-                study.enqueue_trial(t.params, skip_if_exists=False)
+        trials = study.get_trials(deepcopy=False)
+        done = {t.user_attrs.get("requeued_from") for t in trials}
+        for t in trials:
+            if (t.state == optuna.trial.TrialState.FAIL and t.user_attrs.get("owner") == _OWNER
+                    and "status" not in t.user_attrs and t.params and t.number not in done):
+                study.enqueue_trial(t.params, user_attrs={"requeued_from": t.number},
+                                    skip_if_exists=False)
 
     def _drop_waiting(self, study) -> None:
         """Fails queued trials left over once the budget is met (a copy queued after a kill, a

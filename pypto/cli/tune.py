@@ -29,7 +29,12 @@ def parse_duration(text: str | None) -> float | None:
 
 
 def read_suite(path: str) -> list[dict]:
-    """A suite file: JSON list of {"op", "shape", "dtype"?, "params"?} (``shape`` as "M=1,N=2")."""
+    """A suite file: JSON list of {"op", "shape", "dtype"?, "params"?} (``shape`` as "M=1,N=2").
+
+    A suite is data: its ``op`` must name a registered (built-in) op. Unlike OP on the command
+    line, it cannot name ``file.py:NAME`` or ``package.module:NAME``, because loading those runs
+    their code, and a suite file is easily shared, downloaded or left writable by others.
+    """
     from ..infra.jsonio import strict_loads
 
     with open(path, "rb") as f:
@@ -40,7 +45,26 @@ def read_suite(path: str) -> list[dict]:
     for i, it in enumerate(items):
         if not isinstance(it, dict) or "op" not in it or "shape" not in it:
             raise ParamError(f"{path}: item #{i} needs 'op' and 'shape'")
+        _check_registered(it["op"], f"{path}: item #{i}")
     return items
+
+
+def _check_registered(name, where: str) -> None:
+    """Refuses a suite op that is not a registered op name (without importing anything)."""
+    from ..errors import UnknownOpError
+    from ..ops import get_op
+
+    why = "it names a file or module" if isinstance(name, str) and ":" in name else "unknown op"
+    try:
+        if isinstance(name, str) and ":" not in name:
+            get_op(name)
+            return
+    except UnknownOpError:
+        pass
+    raise ParamError(f"{where}: op {name!r} is not a registered op ({why}). A suite lists "
+                     "registered ops only, so that reading it never runs code; tune an op of your "
+                     "own with `pypto tune FILE.py:NAME --shape ...` (`pypto ops` lists the "
+                     "registered ones)")
 
 
 @click.command()
@@ -60,7 +84,8 @@ def read_suite(path: str) -> list[dict]:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--n-jobs", default=1, show_default=True, type=int,
               help="Tuner processes on this study (they compile in parallel, measure one at a time).")
-@click.option("--suite", default=None, type=click.Path(exists=True), help="JSON list of ops and shapes.")
+@click.option("--suite", default=None, type=click.Path(exists=True),
+              help="JSON list of registered ops and shapes (no op files: a suite runs no code).")
 @click.option("--baselines", default="default,adams2019,mullapudi2016,li2018", show_default=True,
               help="Schedules measured first (comma list; 'none' for no autoschedulers).")
 @click.option("--no-write", is_flag=True, help="Do not write the database.")
@@ -111,6 +136,11 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         helpers = _spawn_helpers(n_jobs, spec, shape, dt, ps, cfg)
         try:
             res = tuner.run()
+        except KeyboardInterrupt:
+            click.echo(f"\ninterrupted: every finished trial is saved in study {tuner.name!r} "
+                       f"({tuner.storage_url}); run the same command again to resume",
+                       err=True)
+            sys.exit(130)
         finally:
             for p in helpers:
                 p.wait()

@@ -176,6 +176,8 @@ def test_a_new_shape_starts_from_the_nearest_tuned_shape(tmp_path):
     msgs = []
     Tuner(cfg(tmp_path, shape={"R": 128, "C": 256}, trials=4), say=msgs.append).run()
     assert any("seeded from the nearest tuned shape (C=256,R=64)" in m for m in msgs)
+    # A brand-new study is not "resumed": its queued seeds are not trials done.
+    assert not any("resuming" in m for m in msgs), msgs
     second = optuna.load_study(study_name=Tuner(cfg(tmp_path, shape={"R": 128, "C": 256})).name,
                                storage=f"sqlite:///{tmp_path}/study.db")
     searched = [t for t in second.trials if "baseline" not in t.user_attrs]
