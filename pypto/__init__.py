@@ -13,18 +13,22 @@ from .bench.profile import profile
 from .compiler.targets import target
 from .database import add_path as add_schedule_path
 from .database import explain
-from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, InputError,
-                     OpDefinitionError, ParamError, PyptoError, ScheduleError, ShapeError,
-                     StaleScheduleError, TargetError, UnknownOpError)
+from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, FusionError,
+                     GraphBreakError, InputError, NotDifferentiableError, OpDefinitionError,
+                     ParamError, PyptoError, RecompileLimitError, ScheduleError, ShapeError,
+                     StaleScheduleError, TargetError, TraceError, UnknownOpError)
+from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
+                       target_specific)
 from .infra.version import __version__
 from .ops import Op, Param, get_op, list_ops, op
 from .schedule.directives import Directive
 from .schedule.schedule import Schedule
 
 __all__ = [
-    "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",
-    "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
-    "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__",
-    "add_schedule_path", "explain", "get_op",
-    "list_ops", "op", "ops", "profile", "target",
+    "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
+    "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
+    "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
+    "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
+    "add_schedule_path", "check_graph", "cond", "explain", "fuse", "get_op", "jit", "list_ops",
+    "op", "ops", "profile", "register_op", "spec", "target", "target_specific",
 ]

@@ -62,3 +62,24 @@ class ExecutionError(PyptoError, RuntimeError):
 
 class TargetError(PyptoError, ValueError):
     """A target name or Halide target string is unknown or cannot be used here."""
+
+
+class TraceError(PyptoError, TypeError):
+    """A traced function did something capture cannot follow (a NumPy function on a Tensor,
+    in-place assignment, a break under ``fullgraph=True``); the message names the line."""
+
+
+class GraphBreakError(TraceError):
+    """A traced value was needed as a Python value (``if t:``, ``float(t)``) under ``fullgraph=True``."""
+
+
+class FusionError(PyptoError):
+    """``@pypto.fuse`` could not give one pipeline; the message names the op and the reason."""
+
+
+class RecompileLimitError(PyptoError):
+    """A jitted function was traced more often than its ``recompile_limit`` allows."""
+
+
+class NotDifferentiableError(PyptoError, TypeError):
+    """A gradient was asked through an op or argument that has none."""

@@ -34,6 +34,8 @@ def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
     an array in the other byte order ('>f4' on a little-endian machine) is converted here, once;
     a native array is returned as is, without a copy.
     """
+    if type(value) in _TRACED:       # a pypto.Tensor inside a traced function
+        return value
     if not isinstance(value, np.ndarray):
         if getattr(value, "requires_grad", False) is True and \
                 type(value).__module__.partition(".")[0] == "torch":
@@ -184,9 +186,34 @@ def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np
     return run_kernel(kernel, op, arrays, dims), kernel
 
 
+#: Plug-in point of the program frontend (``pypto.frontend``, a layer above this one): the traced
+#: Tensor type, and the function that records an op call inside a trace instead of running it.
+_TRACED: tuple = ()
+_tracing: Any = None     # () -> the active trace context or None
+_record: Any = None      # (op, arrays, dtypes, params, dims) -> output Tensors
+_as_tensor: Any = None   # array -> a Tensor of the active trace (an input of the program)
+
+
+def traced(values: Sequence[Any]) -> bool:
+    """True when any of ``values`` is a traced Tensor (frontends then keep everything traced)."""
+    return bool(_TRACED) and any(type(v) in _TRACED for v in values)
+
+
+def as_traced(values: Sequence[Any]) -> list:
+    """``values`` with every array made a Tensor of the active trace (call when :func:`traced`)."""
+    return [v if type(v) in _TRACED else _as_tensor(v) for v in values]
+
+
 def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
-    """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run."""
+    """``op(*arrays, **params)`` on NumPy arrays: check, compile (cached), run.
+
+    Inside a traced function the same checks run, then the call is recorded as a node of the
+    program (its arrays become program inputs) instead of running a kernel.
+    """
     arrays, dtypes, params, dims = prepare(op, args, kwargs)
+    if _tracing is not None and _tracing() is not None:
+        outs = _record(op, arrays, dtypes, params, dims)
+        return outs[0] if len(outs) == 1 else tuple(outs)
     outs, kernel = run_as_call(op, dtypes, params, dims, arrays)
     seen = _observers.get()
     if seen is not None:

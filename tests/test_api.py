@@ -8,10 +8,13 @@ import pypto
 
 def test_public_api_is_pinned():
     assert sorted(pypto.__all__) == sorted([
-        "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "InputError",
-        "Op", "OpDefinitionError", "Param", "ParamError", "PyptoError", "Schedule", "ScheduleError",
-        "ShapeError", "StaleScheduleError", "TargetError", "UnknownOpError", "__version__",
-        "add_schedule_path", "explain", "get_op", "list_ops", "op", "ops", "profile", "target"])
+        "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
+        "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
+        "Param", "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
+        "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
+        "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond", "explain",
+        "fuse", "get_op", "jit", "list_ops", "op", "ops", "profile", "register_op", "spec",
+        "target", "target_specific"])
     for name in pypto.__all__:
         assert hasattr(pypto, name), name
 

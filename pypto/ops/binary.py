@@ -34,7 +34,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
-from ..runtime import as_array
+from ..runtime import as_array, as_traced, traced
 from . import elementwise as _ew
 from ._op import op
 
@@ -177,6 +177,8 @@ def _plan(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def _as_2d(a: np.ndarray, shape, r: int, c: int) -> np.ndarray:
     """``a`` broadcast to ``shape`` as an [r, c] array: a view where strides allow, else a copy."""
+    if not isinstance(a, np.ndarray):      # a traced Tensor: broadcasting is a view node
+        return a.broadcast_to(shape).reshape(r, c)
     if a.shape != tuple(shape):
         # A stride-0 view of the operand itself (np.broadcast_to's views are read-only, which
         # Halide buffers do not accept, so the runtime would copy them); Halide only reads it.
@@ -201,6 +203,8 @@ def _frontend(name: str, arg_names, cond: str | None = None):
             raise ParamError(f"{name}: {e}") from None
         values = [bound.arguments[n] for n in arg_names]
         arrays, dt = _operands(name, arg_names, values, cond)
+        if traced(arrays):           # inside a traced program: scalars become 0-d inputs
+            arrays = as_traced(arrays)
         the_op = _OPS[name]
         allowed = sorted({s[-1] for s in the_op.dtypes})
         if dt.name not in allowed:

@@ -191,6 +191,8 @@ def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Sched
         from .gpu import gpu_default
 
         directives = gpu_default(built, dims, target)
+    elif getattr(built.op, "schedule_template", None) is not None:   # a traced program
+        directives = built.op.schedule_template(built, dims, lanes)
     elif built.op.name in _TEMPLATES:
         directives = _TEMPLATES[built.op.name](built, dims, lanes)
     else:

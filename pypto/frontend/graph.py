@@ -1,0 +1,683 @@
+"""A traced segment as one Halide pipeline: extraction, lowering, the fused default schedule.
+
+A segment (the nodes needed for some Tensors) becomes an ordinary :class:`~pypto.ops.Op` — a
+*graph op* — whose algorithm builds every node's Funcs into one pipeline. Being an op, it reuses
+everything ops have: ``lower.build``, the algorithm fingerprint, the compile caches, the schedule
+database, the tuner and the AOT path.
+
+Lowering, in short:
+
+- Each node's Funcs are namespaced (``n3_acc``) so schedules can name them.
+- Views (reshape, permute, broadcast, slice) and casts are index remaps of their producer; a
+  reshape costs nothing (the producer's Func is reused, since C-order flattening is unchanged).
+- Pointwise ops (the elementwise families) are *lifted*: built over their inputs' natural shape
+  rather than the flat 1-D or 2-D form their eager frontends use, so chains stay plain N-D index
+  expressions that Halide inlines into one loop nest.
+- Every other op (an *anchor*: reductions, matmul, conv...) is built over its inputs' Funcs.
+
+The fused default schedule: pointwise chains and views are inlined; a pointwise value read by an
+anchor is computed once at root (as unfused); an anchor's own schedule (its database entry or its
+template) is applied inside its namespace; when an anchor's only consumer is a pointwise chain
+ending at an output, the anchor's output-stage schedule moves to that output (an *epilogue*:
+``matmul -> bias -> gelu`` is one tiled loop nest).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import halide as hl
+import numpy as np
+
+from ..dtypes import halide_type
+from ..errors import OpDefinitionError
+from ..ops._op import Op
+from ..schedule.directives import GRAMMAR, Directive
+from .tensor import Node, Tensor
+
+D = Directive.make
+_RealFunc = hl.Func
+_patch_lock = threading.RLock()
+
+
+def dom(shape: Sequence[int]) -> tuple[int, ...]:
+    """The Halide domain of a value of ``shape``: a 0-d value is a 1-element 1-D Func."""
+    return tuple(shape) or (1,)
+
+
+class Graph:
+    """The nodes that compute ``outputs``, reading ``sources`` (inputs or earlier results)."""
+
+    def __init__(self, outputs: Sequence[Tensor], materialized: Mapping | None = None):
+        materialized = materialized or {}
+        self.outputs = [(t.node, t.index) for t in outputs]
+        self.sources: list[tuple[Node, int]] = []
+        self.nodes: list[Node] = []
+        seen: set[int] = set()
+        src_seen: set[tuple[int, int]] = set()
+
+        def visit(node: Node, k: int) -> None:
+            if (node.id, k) in materialized or node.kind == "input":
+                if (node.id, k) not in src_seen:
+                    src_seen.add((node.id, k))
+                    self.sources.append((node, k))
+                return
+            if node.id in seen:
+                return
+            seen.add(node.id)
+            for t in node.inputs:
+                visit(t.node, t.index)
+            self.nodes.append(node)
+
+        # Iterative deepening would be kinder to huge graphs; traced programs stay far below
+        # Python's recursion limit per path (one frame per node on the longest chain).
+        import sys
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 4 * (len(materialized) + 2000)))
+        try:
+            for node, k in self.outputs:
+                visit(node, k)
+        finally:
+            sys.setrecursionlimit(old)
+        self.index = {n.id: i for i, n in enumerate(self.nodes)}
+        self.src_index = {(n.id, k): i for i, (n, k) in enumerate(self.sources)}
+        self.key = self._key()
+
+    def source_shape(self, i: int) -> tuple[int, ...]:
+        node, k = self.sources[i]
+        return node.outs[k][0]
+
+    def source_dtype(self, i: int) -> np.dtype:
+        node, k = self.sources[i]
+        return node.outs[k][1]
+
+    def ref(self, t: Tensor | tuple) -> tuple:
+        node, k = (t.node, t.index) if isinstance(t, Tensor) else t
+        if (node.id, k) in self.src_index:
+            return ("s", self.src_index[(node.id, k)])
+        return ("n", self.index[node.id], k)
+
+    def _key(self) -> str:
+        """A structural hash: equal programs on equal shapes and dtypes hash equally."""
+        parts = [("src", self.source_shape(i), self.source_dtype(i).str)
+                 for i in range(len(self.sources))]
+        for n in self.nodes:
+            ins = tuple(self.ref(t) for t in n.inputs)
+            if n.kind == "op":
+                ps = tuple(sorted((k, repr(v)) for k, v in n.params.items()))
+                parts.append(("op", n.op.name, id(n.op), n.dtypes, ps, ins,
+                              tuple(s for s, _ in n.outs)))
+            else:
+                parts.append((n.kind, repr(n.aux), ins, n.outs[0][0], n.outs[0][1].str))
+        parts.append(("out", tuple(self.ref(o) for o in self.outputs)))
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+    # -- the NumPy reference of the whole segment ---------------------------------------------
+    def reference(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        """Evaluates the segment with each op's NumPy reference (never with its kernels)."""
+        env: dict[tuple, np.ndarray] = {}
+        for i, a in enumerate(arrays):
+            env[("s", i)] = np.asarray(a).reshape(self.source_shape(i))
+        for idx, n in enumerate(self.nodes):
+            ins = [env[self.ref(t)] for t in n.inputs]
+            if n.kind == "op":
+                res = n.op.kernel_ref(*ins, **n.params)
+                res = list(res) if isinstance(res, (tuple, list)) else [res]
+                for k, (r, (shape, dt)) in enumerate(zip(res, n.outs)):
+                    env[("n", idx, k)] = np.asarray(r).astype(dt, copy=False).reshape(shape)
+            elif n.kind == "cast":
+                with np.errstate(all="ignore"):
+                    env[("n", idx, 0)] = ins[0].astype(n.outs[0][1])
+            else:
+                env[("n", idx, 0)] = _np_view(ins[0], n.aux, n.outs[0][0])
+        return [env[self.ref(o)] for o in self.outputs]
+
+
+def _np_view(a: np.ndarray, aux: tuple, shape) -> np.ndarray:
+    kind = aux[0]
+    if kind == "reshape":
+        return a.reshape(shape)
+    if kind == "permute":
+        return a.transpose(aux[1])
+    if kind == "broadcast":
+        return np.broadcast_to(a, shape)
+    if kind == "slice":
+        idx = tuple(slice(s, s + st * n if s + st * n >= 0 else None, st)
+                    for s, st, n in zip(aux[1], aux[2], shape))
+        return a[idx]
+    raise OpDefinitionError(f"unknown view {aux!r}")
+
+
+# -- lowering ---------------------------------------------------------------------------------------
+
+class _NoLift(Exception):
+    """The op's algorithm is not a plain pointwise definition: build it in its canonical form."""
+
+
+def _vars(prefix: str, shape) -> list:
+    """Halide Vars for a domain, innermost first, named ``{prefix}{axis}`` (NumPy axis)."""
+    d = dom(shape)
+    return [hl.Var(f"{prefix}{len(d) - 1 - i}") for i in range(len(d))]
+
+
+def _call(func, shape, idx_np: Sequence) -> Any:
+    """``func`` at a NumPy-order index over its domain (0-d values sit at [0])."""
+    if not shape:
+        return func[0]
+    return func[list(reversed(list(idx_np)))]
+
+
+class _Val:
+    __slots__ = ("func", "shape", "name", "kind", "source")
+
+    def __init__(self, func, shape, name: str, kind: str, source: str | None = None):
+        self.func = func
+        self.shape = dom(shape)   # the domain the Func is defined over
+        self.name = name          # the Func's base name
+        self.kind = kind          # input | view | pointwise | anchor | output
+        self.source = source      # views: the Func they read
+
+
+class Lowering:
+    """Builds a :class:`Graph`'s Funcs over the graph op's input images."""
+
+    def __init__(self, graph: Graph, images: Sequence[Any]):
+        self.g = graph
+        self.vals: dict[tuple, _Val] = {}
+        self.funcs: dict[str, _Val] = {}
+        self.reshapes: dict[tuple, _Val] = {}
+        self.readers: dict[str, list[tuple[str, Any]]] = {}
+        self.anchors: list[dict] = []
+        self.materialize: set[str] = set()
+        self.outputs: list[_Val] = []
+        for i, im in enumerate(images):
+            name = im.name()
+            v = _Val(im, graph.source_shape(i), name, "input")
+            self.vals[("s", i)] = v
+            self.funcs[name] = v
+
+    # -- values ---------------------------------------------------------------------------------
+    def _new(self, name: str, shape, kind: str, source: str | None = None):
+        f = _RealFunc(name)
+        v = _Val(f, shape, name, kind, source)
+        self.funcs[name] = v
+        return f, v
+
+    def read(self, ref: tuple, shape, reader: tuple[str, Any]) -> _Val:
+        """The value of ``ref`` as a Func over ``dom(shape)`` (a reshape Func when needed)."""
+        v = self.vals[ref]
+        want = dom(shape)
+        if v.shape != want:
+            key = (ref, want)
+            r = self.reshapes.get(key)
+            if r is None:
+                f, r = self._new(f"rs{len(self.reshapes)}_{v.name}", want, "view", v.name)
+                vs = _vars("x", want)
+                flat = 0
+                stride = 1
+                idx_np = list(reversed(vs))
+                for axis in range(len(want) - 1, -1, -1):
+                    flat = flat + idx_np[axis] * stride
+                    stride *= want[axis]
+                src_idx = []
+                stride = 1
+                for axis in range(len(v.shape) - 1, -1, -1):
+                    src_idx.insert(0, (flat // stride) % v.shape[axis] if axis else flat // stride)
+                    stride *= v.shape[axis]
+                f[vs] = v.func[list(reversed(src_idx))]
+                self.reshapes[key] = r
+                self.readers.setdefault(v.name, []).append(("view", r.name))
+            v = r
+        self.readers.setdefault(v.name, []).append(reader)
+        return v
+
+    def lower(self) -> tuple:
+        for idx, n in enumerate(self.g.nodes):
+            if n.kind == "view":
+                self._view(idx, n)
+            elif n.kind == "cast":
+                self._cast(idx, n)
+            else:
+                self._op(idx, n)
+        outs = []
+        for k, (node, j) in enumerate(self.g.outputs):
+            shape = node.outs[j][0]
+            f, v = self._new(f"o{k}", shape, "output")
+            vs = [hl.Var(f"o{k}_{a}") for a in reversed(range(len(dom(shape))))]
+            src = self.read(self.g.ref((node, j)), shape, ("output", f"o{k}"))
+            f[vs] = src.func[vs]
+            outs.append(f)
+            self.outputs.append(v)
+        return tuple(outs)
+
+    def _view(self, idx: int, n: Node) -> None:
+        kind = n.aux[0]
+        src_t = n.inputs[0]
+        ref = self.g.ref(src_t)
+        if kind == "reshape":
+            self.vals[("n", idx, 0)] = self.vals[ref]   # same elements in the same C order
+            return
+        shape = n.outs[0][0]
+        src = self.read(ref, src_t.shape, ("view", f"n{idx}_view"))
+        f, v = self._new(f"n{idx}_view", shape, "view", src.name)
+        vs = _vars("x", shape)
+        out_idx = list(reversed(vs)) if shape else []
+        if kind == "permute":
+            in_idx = [None] * len(out_idx)
+            for i, a in enumerate(n.aux[1]):
+                in_idx[a] = out_idx[i]
+        elif kind == "broadcast":
+            s_in = src_t.shape
+            lead = len(shape) - len(s_in)
+            in_idx = [hl.Expr(0) if s_in[j] == 1 and shape[lead + j] != 1 else out_idx[lead + j]
+                      for j in range(len(s_in))]
+        elif kind == "slice":
+            in_idx = [st + sp * o for st, sp, o in zip(n.aux[1], n.aux[2], out_idx)]
+        else:
+            raise OpDefinitionError(f"unknown view {n.aux!r}")
+        f[vs] = _call(src.func, src_t.shape, in_idx)
+        self.vals[("n", idx, 0)] = v
+
+    def _cast(self, idx: int, n: Node) -> None:
+        src = self.vals[self.g.ref(n.inputs[0])]
+        src = self.read(self.g.ref(n.inputs[0]), src.shape, ("pointwise", f"n{idx}_cast"))
+        f, v = self._new(f"n{idx}_cast", src.shape, "pointwise")
+        vs = _vars("x", src.shape)
+        f[vs] = hl.cast(halide_type(n.aux), src.func[vs])
+        self.vals[("n", idx, 0)] = v
+
+    def _op(self, idx: int, n: Node) -> None:
+        from ..ops._op import Dims
+
+        op = n.op
+        prefix = f"n{idx}_"
+        dims = Dims({d: hl.Expr(int(e)) for d, e in n.dims.items()})
+        if is_pointwise(op, n.dtypes, n.params):
+            try:
+                self._lift(idx, n, prefix, dims)
+                return
+            except _NoLift:
+                pass
+        ins = [self.read(self.g.ref(t), t.shape, ("anchor", idx)) for t in n.inputs]
+        before = set(self.funcs)
+        with _named(prefix):
+            outs = op.build([_In(v.func) for v in ins], n.params, dims)
+        names = []
+        for k, f in enumerate(outs):
+            shape = n.outs[k][0]
+            v = _Val(f, shape, _base(f.name()), "anchor")
+            self.vals[("n", idx, k)] = v
+            self.funcs[v.name] = v
+            names.append(v.name)
+        for v in ins:       # a pointwise value an anchor reads is computed once, not per read
+            src = v
+            while src.kind == "view" and src.source in self.funcs:
+                src = self.funcs[src.source]
+            if src.kind == "pointwise":
+                self.materialize.add(src.name)
+        self.anchors.append({"idx": idx, "node": n, "prefix": prefix, "outs": names,
+                             "inputs": {spec.name: v.name for spec, v in zip(op.inputs, ins)},
+                             "new": sorted(set(self.funcs) - before)})
+
+    def _lift(self, idx: int, n: Node, prefix: str, dims) -> None:
+        op = n.op
+        canon = [d.lower() for d in reversed(op.outputs[0].dims)]
+        in_vals = [self.vals[self.g.ref(t)] for t in n.inputs]
+        shapes = {v.shape for v in in_vals}
+        out_shape = n.outs[0][0]
+        if len(shapes) == 1 and math.prod(next(iter(shapes))) == math.prod(dom(out_shape)):
+            nat = next(iter(shapes))
+        else:
+            nat = dom(out_shape)
+        ins = [self.read(self.g.ref(t), nat, ("pointwise", idx)) for t in n.inputs]
+        vs = _vars(f"{prefix}x", nat)
+        wrapped = [_LiftIn(v.func, canon, vs) for v in ins]
+        with _named(prefix, lift=(canon, vs)):
+            outs = op.build(wrapped, n.params, dims)
+        f = outs[0]
+        if len(outs) != 1 or f.num_update_definitions() or not isinstance(f, _LiftFunc):
+            raise _NoLift
+        v = _Val(f, nat, _base(f.name()), "pointwise")
+        self.vals[("n", idx, 0)] = v
+        self.funcs[v.name] = v
+
+
+def _base(name: str) -> str:
+    import re
+
+    return re.sub(r"\$\d+$", "", name)
+
+
+def _expr(x):
+    return x if isinstance(x, hl.Expr) else hl.Expr(x)
+
+
+class _In:
+    """An anchor's input: a Func (or image) that, like an ImageParam, gives Exprs when indexed."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def __getitem__(self, key):
+        return _expr(self.func[key])
+
+    def type(self):
+        return self.func.type()
+
+    def name(self):
+        return self.func.name()
+
+    def dimensions(self):
+        return self.func.dimensions()
+
+
+class _LiftIn:
+    """An input of a lifted pointwise op: indexing it at the op's canonical Vars reads the
+    producer at the natural N-D Vars."""
+
+    def __init__(self, func, canon, vs):
+        self.func, self.canon, self.vs = func, canon, vs
+
+    def __getitem__(self, key):
+        return _expr(self.func[_map_key(key, self.canon, self.vs)])
+
+    def type(self):
+        return self.func.type()
+
+    def name(self):
+        return self.func.name()
+
+    def dimensions(self):
+        return len(self.canon)
+
+
+def _map_key(key, canon, vs):
+    items = list(key) if isinstance(key, (tuple, list)) else [key]
+    names = []
+    for k in items:
+        if not isinstance(k, hl.Var):
+            raise _NoLift
+        names.append(k.name())
+    if names != list(canon):
+        raise _NoLift
+    return vs
+
+
+class _LiftFunc(_RealFunc):
+    """A Func of a lifted op: definitions and calls at the canonical Vars use the N-D Vars."""
+
+    _canon: list = []
+    _vs: list = []
+    _active = True      # only while its op is being built; afterwards it is a plain Func
+
+    def __setitem__(self, key, value):
+        if self._active:
+            key = _map_key(key, self._canon, self._vs)
+        super().__setitem__(key, value)
+
+    def __getitem__(self, key):
+        if self._active:
+            key = _map_key(key, self._canon, self._vs)
+        return super().__getitem__(key)
+
+
+class _named:
+    """While active, ``hl.Func(name)`` in op algorithms makes ``{prefix}{name}`` (and, for a
+    lifted op, a :class:`_LiftFunc`)."""
+
+    def __init__(self, prefix: str, lift=None):
+        self.prefix, self.lift = prefix, lift
+
+    def __enter__(self):
+        prefix, lift = self.prefix, self.lift
+        base = _LiftFunc if lift else _RealFunc
+
+        class Named(base):
+            if lift:
+                _canon, _vs = lift
+
+            def __init__(self, *args):
+                args = list(args)
+                for i, a in enumerate(args):
+                    if isinstance(a, str):
+                        args[i] = prefix + a
+                if not args:
+                    args = [prefix + "f"]
+                super().__init__(*args)
+
+        _patch_lock.acquire()
+        hl.Func = Named
+        self.cls = Named
+        return self
+
+    def __exit__(self, *exc):
+        self.cls._active = False
+        hl.Func = _RealFunc
+        _patch_lock.release()
+        return False
+
+
+_pointwise_cache: dict = {}
+
+
+def is_pointwise(op: Op, dtypes, params) -> bool:
+    """True for ops whose output element depends only on the input elements at the same index
+    (one output, every input with the output's dims, no reduction)."""
+    if op.category != "elementwise" or len(op.outputs) != 1:
+        return False
+    out = op.outputs[0].dims
+    if any(t.dims != out for t in op.inputs):
+        return False
+    key = (op.name, id(op), dtypes, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    got = _pointwise_cache.get(key)
+    if got is None:
+        from ..compiler.lower import build
+
+        built = build(op, dtypes, params)
+        got = all(not i.updates for i in built.funcs.values() if not i.is_input)
+        _pointwise_cache[key] = got
+    return got
+
+
+# -- the graph op -----------------------------------------------------------------------------------
+
+class GraphOp(Op):
+    """A traced segment as an op: inputs ``i0..``, outputs ``o0..``, every dim named per axis."""
+
+    def __init__(self, graph: Graph, name: str | None = None, doc: str = ""):
+        self.graph = graph
+        self.plan: Lowering | None = None
+        inputs = {f"i{k}": " ".join(f"I{k}_{a}" for a in range(len(dom(graph.source_shape(k)))))
+                  for k in range(len(graph.sources))}
+        outputs = {}
+        fixed: dict[str, int] = {}
+        for k, (node, j) in enumerate(graph.outputs):
+            shape = dom(node.outs[j][0])
+            outputs[f"o{k}"] = " ".join(f"O{k}_{a}" for a in range(len(shape)))
+            fixed.update({f"O{k}_{a}": n for a, n in enumerate(shape)})
+        sig = tuple(graph.source_dtype(i).name for i in range(len(graph.sources)))
+
+        def algorithm(*images):
+            low = Lowering(graph, images)
+            outs = low.lower()
+            self.plan = low
+            return outs
+
+        algorithm.__name__ = name or f"g_{graph.key}"
+        import inspect
+        algorithm.__signature__ = inspect.Signature(
+            [inspect.Parameter(f"i{k}", inspect.Parameter.POSITIONAL_ONLY)
+             for k in range(len(graph.sources))])
+        super().__init__(name=name or f"g_{graph.key}", category="program", algorithm=algorithm,
+                         inputs=inputs, outputs=outputs, dtypes=[sig] if sig else [()],
+                         reference=lambda *a: graph.reference(*a),
+                         derive=(lambda dims, params: dict(fixed)) if fixed else None,
+                         doc=doc or f"a traced program of {len(graph.nodes)} nodes")
+        self.schedule_template = fused_schedule
+
+
+def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = False) -> list:
+    """The fused default schedule of a graph op (see the module docstring).
+
+    ``safe`` skips epilogues and the anchors' own schedules: every anchor output is computed at
+    root with the structural default. It is the fallback when the full default cannot apply.
+    """
+    from ..compiler import targets
+    from ..schedule.defaults import generic, output_directives
+
+    op = built.op
+    low: Lowering = op.plan
+    target = targets.current()
+    out: list[Directive] = []
+    extents: dict[str, int] = {}
+
+    def ext_of(v: _Val, names):
+        for nm, n in zip(names, reversed(v.shape)):
+            extents[nm.upper()] = n
+
+    claimed: dict[str, tuple[str, dict]] = {}      # anchor output -> (func, var map)
+    if not safe:
+        for a in low.anchors:
+            if len(a["outs"]) != 1:
+                continue
+            tgt = _epilogue(low, a["outs"][0])
+            if tgt is not None:
+                claimed[a["outs"][0]] = tgt
+    handled: set[str] = set()
+    for a in low.anchors:
+        n: Node = a["node"]
+        directives = None if safe else _anchor_directives(a, n, target, claimed)
+        for name in a["outs"]:
+            if name not in claimed:
+                out.append(D("compute_root", name))
+        if directives is None:
+            for name in a["outs"]:
+                if name in claimed:
+                    continue
+                info = built.funcs.get(name)
+                if info is None:
+                    continue
+                ext_of(low.funcs[name], info.args)
+                out += output_directives(name, info.args, extents, lanes)
+                for u in range(len(info.updates)):
+                    from ..schedule.defaults import _update_directives
+                    out += _update_directives(info, u, extents, lanes)
+            for name in a["new"]:
+                info = built.funcs.get(name)
+                if info is None or info.is_output or name in a["outs"] or not info.updates:
+                    continue
+                out.append(D("compute_root", name))
+        else:
+            out += directives
+            handled |= {f for f, _ in claimed.values()}
+    for name in sorted(low.materialize):
+        info = built.funcs.get(name)
+        if info is None:
+            continue
+        if name not in handled:
+            out.append(D("compute_root", name))
+            ext_of(low.funcs[name], info.args)
+            out += output_directives(name, info.args, extents, lanes)
+    for v in low.outputs:
+        info = built.funcs[v.name]
+        for nm, n in zip(info.args, reversed(v.shape)):
+            out.append(D("bound", v.name, var=nm, min=0, extent=int(n)))
+        if v.name not in handled:
+            ext_of(v, info.args)
+            out += output_directives(v.name, info.args, extents, lanes)
+    return out
+
+
+def _epilogue(low: Lowering, name: str):
+    """Where anchor output ``name`` can move its loop nest: (func, {old var: new var}) or None."""
+    v = low.funcs[name]
+    cur = name
+    while True:
+        readers = low.readers.get(cur, [])
+        if len(readers) != 1:
+            return None
+        kind, who = readers[0]
+        if kind == "output":
+            target = low.funcs[who]
+            break
+        if kind != "pointwise":
+            return None
+        nxt = low.vals.get(("n", who, 0))
+        if nxt is None or nxt.shape != v.shape:
+            return None
+        if nxt.name in low.materialize:
+            target = nxt
+            break
+        cur = nxt.name
+    if target.shape != v.shape:
+        return None
+    old = [a.name() for a in v.func.args()]
+    new = [a.name() for a in target.func.args()]
+    if len(old) != len(new):
+        return None
+    return target.name, dict(zip(old, new))
+
+
+_VAR_KINDS = {"var", "vars", "purevar", "purevars", "atvar"}
+
+
+def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | None:
+    """The anchor op's own schedule (database entry, else its default), renamed into the graph."""
+    from ..compiler.lower import build, fingerprint
+    from ..database.lookup import lookup
+    from ..schedule.defaults import default_schedule
+
+    op = n.op
+    built = build(op, n.dtypes, n.params)
+    found = None
+    try:
+        found = lookup(op, fingerprint(built), n.dtypes, n.params, n.dims, target)
+    except Exception:   # a broken database must not break a program: use the default
+        found = None
+    sched = found.schedule if found is not None else default_schedule(built, n.dims, target)
+    prefix = a["prefix"]
+    inputs = a["inputs"]
+    names: dict[str, str] = {}
+    for fname in built.funcs:
+        if fname in inputs:
+            names[fname] = inputs[fname]
+        elif fname.endswith("_im") and fname[:-3] in inputs:
+            names[fname] = inputs[fname[:-3]]
+        else:
+            names[fname] = prefix + fname
+    var_maps: dict[str, dict] = {}
+    for out_name in a["outs"]:
+        if out_name in claimed:
+            tgt, vmap = claimed[out_name]
+            names[out_name[len(prefix):]] = tgt
+            var_maps[tgt] = vmap
+    result = []
+    for d in sched.directives:
+        func = names.get(d.func)
+        if func is None:
+            return None
+        args = d.kwargs
+        kinds = dict(GRAMMAR.get(d.op, ()))
+        for arg, kind in kinds.items():
+            kind = kind.rstrip("?")
+            if arg not in args or args[arg] is None:
+                continue
+            val = args[arg]
+            if kind == "func":
+                if val not in names:
+                    return None
+                args[arg] = names[val]
+            elif kind == "name":
+                args[arg] = prefix + val
+            elif kind in _VAR_KINDS:
+                owner = args.get("at") if kind == "atvar" else func   # "at" is renamed already
+                vmap = var_maps.get(owner)
+                if vmap:
+                    args[arg] = ([vmap.get(x, x) for x in val] if isinstance(val, (list, tuple))
+                                 else vmap.get(val, val))
+        result.append(D(d.op, func, d.stage, **args))
+    return result

@@ -1,0 +1,656 @@
+"""``@pypto.jit``: trace a Python function once per signature, replay it as fused pipelines.
+
+The first call for a new *signature* (argument structure, shapes, dtypes, static Python values,
+target) traces: the function runs on :class:`~pypto.frontend.tensor.Tensor` proxies and records a
+graph. Later calls with that signature *replay*: the recorded segments run as compiled pipelines
+and Python is not run again.
+
+Data-dependent control flow works. When the traced code needs a Python value (``if t:``,
+``float(t)``, ``t.item()``), the pending part of the program runs as one pipeline (a *segment*),
+the value goes back to Python and tracing continues in a new segment. Values seen before are
+replayed without Python: the cache is a tree, segment -> observed value -> next segment. A value
+not seen before traces again from the start (and counts toward ``recompile_limit``).
+
+``fullgraph=True`` makes such a break an error naming ``file:line`` and the ops behind the value;
+:func:`cond` keeps both branches in one pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphBreakError, PyptoError, TraceError
+from . import tensor as T
+from .graph import Graph, GraphOp, dom
+
+#: Default cap on traces per jitted function (signatures plus newly seen break values).
+RECOMPILE_LIMIT = 8
+
+
+@dataclasses.dataclass
+class Stats:
+    """Counters of one jitted function (and, in :data:`GLOBAL`, of all of them)."""
+
+    calls: int = 0
+    traces: int = 0
+    replays: int = 0
+    segments_run: int = 0
+    compiles: int = 0          # pipelines compiled (or loaded from the disk cache) in memory
+    kernel_reuses: int = 0     # segments that found their compiled pipeline already in memory
+
+
+GLOBAL = Stats()
+
+
+# -- compiled segments --------------------------------------------------------------------------------
+
+class Segment:
+    """One compiled pipeline of a traced program and how to feed it."""
+
+    def __init__(self, graph: Graph, name: str | None = None):
+        self.graph = graph
+        self.op, self.kernel = _compiled_graph(graph, name)
+        self.shapes = [graph.source_shape(i) for i in range(len(graph.sources))]
+        self.out_shapes = [n.outs[k][0] for n, k in graph.outputs]
+        self.dims = _graph_dims(graph)
+
+    def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from ..runtime import run_kernel
+
+        GLOBAL.segments_run += 1
+        ins = [a.reshape(dom(s)) if a.shape != dom(s) else a for a, s in zip(arrays, self.shapes)]
+        outs = run_kernel(self.kernel, self.op, ins, self.dims)
+        return [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
+
+
+def _graph_dims(graph: Graph) -> dict[str, int]:
+    dims = {}
+    for k in range(len(graph.sources)):
+        for a, n in enumerate(dom(graph.source_shape(k))):
+            dims[f"I{k}_{a}"] = n
+    for k, (node, j) in enumerate(graph.outputs):
+        for a, n in enumerate(dom(node.outs[j][0])):
+            dims[f"O{k}_{a}"] = n
+    return dims
+
+
+_kernels: dict[tuple, tuple] = {}
+_kernels_lock = threading.Lock()
+
+
+def _compiled_graph(graph: Graph, name: str | None = None, target=None):
+    """(graph op, kernel) for ``graph``, compiled once per process for its structural key."""
+    from ..compiler import targets
+
+    target = target or targets.current()
+    key = (graph.key, name, str(target))
+    with _kernels_lock:
+        got = _kernels.get(key)
+    if got is not None:
+        GLOBAL.kernel_reuses += 1
+        return got
+    op = GraphOp(graph, name=name)
+    kernel = compile_graph_op(op, target)
+    GLOBAL.compiles += 1
+    with _kernels_lock:
+        _kernels[key] = (op, kernel)
+    return op, kernel
+
+
+def compile_graph_op(op: GraphOp, target, schedule=None):
+    """Compiles a graph op: the given schedule, else its database entry, else the fused default
+    (and the safe default when the fused one cannot apply)."""
+    from ..compiler.jit import compile_built
+    from ..compiler.lower import build, fingerprint
+    from ..database.lookup import lookup
+    from ..errors import CompileError, ScheduleError
+    from ..schedule.defaults import vector_lanes
+    from ..schedule.schedule import Schedule
+    from .graph import fused_schedule
+
+    dtypes = op.dtypes[0]
+    dims = _graph_dims(op.graph)
+    built = build(op, dtypes, {})
+    fp = fingerprint(built)
+    source = "given"
+    if schedule is None:
+        found = None
+        try:
+            found = lookup(op, fp, dtypes, {}, dims, target)
+        except PyptoError:
+            found = None
+        if found is not None:
+            schedule, source = found.schedule, found.source
+    out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
+    lanes = vector_lanes(target, out_dt if out_dt != "bool" else "uint8")
+    attempts = []
+    if schedule is not None:
+        attempts.append((schedule, source))
+    if target.has_gpu_feature():
+        from ..schedule.defaults import default_schedule
+
+        attempts.append((None, "default"))
+    else:
+        attempts.append((Schedule(op=op.name, directives=tuple(
+            fused_schedule(built, dims, lanes))), "default (fused)"))
+        attempts.append((Schedule(op=op.name, directives=tuple(
+            fused_schedule(built, dims, lanes, safe=True))), "default (fused, safe)"))
+    last = None
+    for sched, src in attempts:
+        b = build(op, dtypes, {})
+        if sched is None:
+            sched = default_schedule(b, dims, target)
+        try:
+            return compile_built(b, sched, target, source=src, fp=fp, persist=True)
+        except (ScheduleError, CompileError) as e:
+            if src == "given":
+                raise
+            last = e
+    raise last
+
+
+# -- the trace tree ---------------------------------------------------------------------------------
+
+class _Step:
+    """A segment of a recorded path and what follows it: a break (children by observed value)
+    or the end (the result's structure)."""
+
+    def __init__(self, segment: Segment, sources: list, produced: list):
+        self.segment = segment
+        self.sources = sources        # per graph source: ("arg", i) | ("const", array) | ("val", key)
+        self.produced = produced      # per graph output: the value key it defines
+        self.brk: tuple | None = None  # (value key, why, where)
+        self.children: dict = {}
+        self.result = None            # pytree of ("val", key) / ("arg", i) / ("py", value)
+
+
+class _Recorder:
+    """Turns a live trace into :class:`_Step` s as it breaks and ends."""
+
+    def __init__(self, fn_name: str, seg_name: str | None, arg_nodes: dict[int, int]):
+        self.fn_name = fn_name
+        self.seg_name = seg_name
+        self.arg_nodes = arg_nodes    # input node id -> position among the flattened args
+        self.steps: list[_Step] = []
+        self.added = False
+        self.values: dict[tuple, np.ndarray] = {}
+        self.pending_break = None
+
+    def source_ref(self, ctx, node, k):
+        if (node.id, k) in ctx.materialized:
+            return ("val", (node.id, k))
+        if node.id in self.arg_nodes:
+            return ("arg", self.arg_nodes[node.id])
+        if node.value is None:
+            raise TraceError(f"{self.fn_name}: an input known only by its shape reached a "
+                             f"kernel (at {node.where})")
+        return ("const", node.value)
+
+    def run_segment(self, ctx, wanted: list[T.Tensor]) -> list[np.ndarray]:
+        graph = Graph(wanted, ctx.materialized)
+        if not graph.nodes:   # the values are inputs or computed already
+            self.added = False
+            return [self._value_of(ctx, t) for t in wanted]
+        self.added = True
+        seg = Segment(graph, self.seg_name)
+        refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]
+        arrays = [self._resolve(ctx, r, n, k) for r, (n, k) in zip(refs, graph.sources)]
+        outs = seg.run(arrays)
+        produced = [(n.id, k) for n, k in graph.outputs]
+        for key, o in zip(produced, outs):
+            ctx.materialized[key] = o
+        self.steps.append(_Step(seg, refs, produced))
+        return outs
+
+    def _resolve(self, ctx, ref, node, k):
+        if ref[0] == "val":
+            return ctx.materialized[ref[1]]
+        return node.value
+
+    def _value_of(self, ctx, t: T.Tensor) -> np.ndarray:
+        key = (t.node.id, t.index)
+        if key in ctx.materialized:
+            return ctx.materialized[key]
+        return t.node.value
+
+    def on_break(self, ctx, t: T.Tensor, why: str, where: str) -> np.ndarray:
+        live = _live_tensors(ctx, exclude=(t.node.id, t.index))
+        wanted = [t] + live
+        self.run_segment(ctx, wanted)
+        key = (t.node.id, t.index)
+        value = ctx.materialized[key]
+        if not self.added:   # the value is an input: a step that only branches
+            self.steps.append(_Step(None, [], []))
+            self.steps[-1].input_ref = self.source_ref(ctx, t.node, t.index)
+        self.steps[-1].brk = (key, why, where)
+        self.steps[-1].observed = _break_key(value, why)
+        return value
+
+
+def _live_tensors(ctx, exclude) -> list[T.Tensor]:
+    """Tensors still referenced by Python at a break: their values must outlive the segment."""
+    out = []
+    for key, ref in list(ctx.refs.items()):
+        if key in ctx.materialized or key == exclude:
+            continue
+        t = ref()
+        if t is not None and t.node.kind != "input":
+            out.append(t)
+    return out
+
+
+def _break_key(value: np.ndarray, why: str):
+    a = np.asarray(value)
+    if a.size == 1:
+        return (why, a.dtype.str, a.item())
+    return (why, a.dtype.str, a.shape, a.tobytes())
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+def _flatten(tree, leaves: list, path=()):
+    """A hashable structure of ``tree`` with arrays replaced by their position in ``leaves``."""
+    if isinstance(tree, np.ndarray) or _is_array_like(tree):
+        a = np.asarray(tree) if not isinstance(tree, np.ndarray) else tree
+        leaves.append(a)
+        return ("A", len(leaves) - 1)
+    if isinstance(tree, (list, tuple)):
+        kind = "L" if isinstance(tree, list) else "T"
+        return (kind, tuple(_flatten(x, leaves, path + (i,)) for i, x in enumerate(tree)))
+    if isinstance(tree, dict):
+        return ("D", tuple((k, _flatten(tree[k], leaves, path + (k,))) for k in sorted(tree)))
+    if isinstance(tree, (bool, int, float, str, type(None), np.generic)):
+        return ("P", type(tree).__name__, tree)
+    try:
+        hash(tree)
+    except TypeError:
+        raise TraceError(f"argument {path or ''} of type {type(tree).__name__} cannot be part of "
+                         "a jitted function's signature: pass arrays, Python scalars, or "
+                         "lists/tuples/dicts of them") from None
+    return ("O", type(tree).__name__, tree)
+
+
+def _is_array_like(x) -> bool:
+    return hasattr(x, "__array_interface__") or type(x).__module__.partition(".")[0] == "torch"
+
+
+def _unflatten(struct, leaves):
+    kind = struct[0]
+    if kind == "A":
+        return leaves[struct[1]]
+    if kind == "L":
+        return [_unflatten(s, leaves) for s in struct[1]]
+    if kind == "T":
+        return tuple(_unflatten(s, leaves) for s in struct[1])
+    if kind == "D":
+        return {k: _unflatten(s, leaves) for k, s in struct[1]}
+    return struct[2] if kind in ("P", "O") else struct[1]
+
+
+def _signature(struct, leaves, target: str):
+    return (struct, tuple((a.shape, a.dtype.str) for a in leaves), target)
+
+
+def _explain_miss(old_keys, new_key) -> str:
+    """Which guard failed: the closest earlier signature and what differs from it."""
+    if not old_keys:
+        return "first call"
+    struct, arrays, target = new_key
+    best = None
+    for k in old_keys:
+        diffs = []
+        if k[2] != target:
+            diffs.append(f"target {k[2]} -> {target}")
+        if k[0] != struct:
+            diffs.append("argument structure or a static (non-array) argument changed: "
+                         f"{_short(k[0])} -> {_short(struct)}")
+        if len(k[1]) == len(arrays):
+            for i, (a, b) in enumerate(zip(k[1], arrays)):
+                if a[0] != b[0]:
+                    diffs.append(f"array #{i} shape {a[0]} -> {b[0]}")
+                if a[1] != b[1]:
+                    diffs.append(f"array #{i} dtype {np.dtype(a[1]).name} -> {np.dtype(b[1]).name}")
+        else:
+            diffs.append(f"{len(k[1])} -> {len(arrays)} arrays")
+        if best is None or len(diffs) < len(best):
+            best = diffs
+    return "; ".join(best or ["an unknown guard"])
+
+
+def _short(x, limit=120) -> str:
+    s = repr(x)
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+# -- the decorator ----------------------------------------------------------------------------------
+
+class JitFunction:
+    """A traced-and-replayed function (see the module docstring). Made by :func:`jit`."""
+
+    def __init__(self, fn: Callable, *, fullgraph: bool = False,
+                 recompile_limit: int = RECOMPILE_LIMIT, name: str | None = None,
+                 fuse: bool = False):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.fullgraph = fullgraph or fuse
+        self.fuse = fuse
+        self.recompile_limit = recompile_limit
+        self.name = name or getattr(fn, "__name__", "fn")
+        self.op_name = _op_name(self.name)
+        # The name of its pipelines (database key): a fused function's own; a plain jit's graphs
+        # are named by their structural hash.
+        self.seg_name = self.op_name if fuse else None
+        self.stats = Stats()
+        self._cache: dict[tuple, _Step] = {}
+        self._misses: list[str] = []
+        self._lock = threading.RLock()
+        self._limit_hit = False
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        from ..compiler import targets
+
+        if T.current() is not None:   # called inside another trace: inline into it
+            return self.fn(*args, **kwargs)
+        leaves: list[np.ndarray] = []
+        struct = _flatten((args, kwargs), leaves)
+        key = _signature(struct, leaves, str(targets.current()))
+        self.stats.calls += 1
+        GLOBAL.calls += 1
+        with self._lock:
+            root = self._cache.get(key)
+        if root is not None:
+            out = self._replay(root, leaves)
+            if out is not _MISS:
+                self.stats.replays += 1
+                GLOBAL.replays += 1
+                return out
+            reason = "a break value not seen before"
+        else:
+            reason = _explain_miss(list(self._cache), key)
+        return self._trace(key, struct, leaves, reason)
+
+    # -- tracing ------------------------------------------------------------------------------
+    def _trace(self, key, struct, leaves, reason: str):
+        if self.stats.traces >= self.recompile_limit:
+            msg = (f"{self.name}: recompile limit ({self.recompile_limit}) reached; the last miss: "
+                   f"{reason}. Further new signatures run eagerly (op by op). Raise it with "
+                   f"@pypto.jit(recompile_limit=N), or make the varying argument an array")
+            if not self._limit_hit:
+                warnings.warn(msg, RuntimeWarning, stacklevel=3)
+                self._limit_hit = True
+            self._misses.append(f"not traced (limit): {reason}")
+            args, kwargs = _unflatten(struct, leaves)
+            return self.fn(*args, **kwargs)
+        self._misses.append(reason)
+        self.stats.traces += 1
+        GLOBAL.traces += 1
+        ctx = T.TraceContext(fullgraph=self.fullgraph, name=self.name)
+        token = T.activate(ctx)
+        arg_nodes: dict[int, int] = {}
+        rec = _Recorder(self.name, self.seg_name, arg_nodes)
+        ctx.on_break = rec.on_break
+        try:
+            tensors = []
+            for i, a in enumerate(leaves):
+                t = ctx.input_for(a, name=f"arg{i}", where=f"argument #{i} of {self.name}")
+                arg_nodes[t.node.id] = i
+                tensors.append(t)
+            args, kwargs = _unflatten(struct, tensors)
+            try:
+                result = self.fn(*args, **kwargs)
+            except GraphBreakError as e:
+                if self.fuse:
+                    from ..errors import FusionError
+
+                    raise FusionError(f"@pypto.fuse {self.name}: cannot give one pipeline: "
+                                      f"{e}") from None
+                raise
+            except PyptoError as e:
+                raise _located(e) from None
+            res_struct, res_leaves = _result_structure(result)
+            tensors_out = [x for x in res_leaves if isinstance(x, T.Tensor)]
+            computed = rec.run_segment(ctx, tensors_out) if tensors_out else []
+            if self.fuse and len([s for s in rec.steps if s.segment is not None]) > 1:
+                from ..errors import FusionError
+
+                raise FusionError(f"@pypto.fuse {self.name}: the function ran as "
+                                  f"{len(rec.steps)} pipelines, not one")
+        finally:
+            T.deactivate(token)
+        # Link the recorded steps into the tree under this signature.
+        end = rec.steps[-1] if rec.steps and rec.steps[-1].brk is None else None
+        if end is None:
+            end = _Step(None, [], [])
+            rec.steps.append(end)
+        end.result = (res_struct, [self._result_ref(ctx, x, arg_nodes) for x in res_leaves])
+        self._link(key, rec.steps)
+        vals = iter(computed)
+        out_leaves = []
+        for x in res_leaves:
+            out_leaves.append(next(vals) if isinstance(x, T.Tensor) else x)
+        return _rebuild(res_struct, out_leaves)
+
+    def _result_ref(self, ctx, x, arg_nodes):
+        if isinstance(x, T.Tensor):
+            key = (x.node.id, x.index)
+            if key in ctx.materialized:
+                return ("val", key)
+            if x.node.id in arg_nodes:
+                return ("arg", arg_nodes[x.node.id])
+            return ("const", x.node.value)
+        return ("py", x)
+
+    def _link(self, key, steps: list[_Step]) -> None:
+        """Adds a recorded path (steps joined by observed break values) to the tree of ``key``."""
+        for s_, nxt in zip(steps, steps[1:]):
+            s_.children[s_.observed] = nxt
+        with self._lock:
+            cur = self._cache.get(key)
+            if cur is None:
+                self._cache[key] = steps[0]
+                return
+            for i, s_ in enumerate(steps[:-1]):   # the tree holds this path up to a new value
+                if cur.brk is None:
+                    return
+                nxt = cur.children.get(s_.observed)
+                if nxt is None:
+                    cur.children[s_.observed] = steps[i + 1]
+                    return
+                cur = nxt
+
+    # -- replay -------------------------------------------------------------------------------
+    def _replay(self, step: _Step, leaves: list[np.ndarray]):
+        values: dict[tuple, np.ndarray] = {}
+        while True:
+            if step.segment is not None:
+                arrays = []
+                for ref in step.sources:
+                    kind = ref[0]
+                    arrays.append(leaves[ref[1]] if kind == "arg" else
+                                  ref[1] if kind == "const" else values[ref[1]])
+                for key, o in zip(step.produced, step.segment.run(arrays)):
+                    values[key] = o
+            if step.brk is None:
+                struct, refs = step.result
+                out = []
+                for ref in refs:
+                    kind = ref[0]
+                    out.append(leaves[ref[1]] if kind == "arg" else
+                               values[ref[1]] if kind == "val" else ref[1])
+                return _rebuild(struct, out)
+            key, why, _where = step.brk
+            value = values.get(key)
+            if value is None:
+                ref = getattr(step, "input_ref", None)
+                value = leaves[ref[1]] if ref and ref[0] == "arg" else ref[1] if ref else None
+            nxt = step.children.get(_break_key(value, why))
+            if nxt is None:
+                return _MISS
+            step = nxt
+
+    # -- introspection ------------------------------------------------------------------------
+    def explain(self, *args, **kwargs) -> str:
+        """The segments, pipelines and Funcs this call runs, and every cache miss so far with
+        the guard that failed."""
+        from ..compiler import targets
+
+        leaves: list[np.ndarray] = []
+        struct = _flatten((args, kwargs), leaves)
+        key = _signature(struct, leaves, str(targets.current()))
+        lines = [f"jit function {self.name}: {self.stats.traces} trace(s), "
+                 f"{self.stats.replays} replay(s), {len(self._cache)} signature(s)"]
+        root = self._cache.get(key)
+        if root is None:
+            lines.append(f"this call would trace: {_explain_miss(list(self._cache), key)}")
+        else:
+            lines.append("this call replays:")
+            seen = set()
+            stack = [(root, 0)]
+            while stack:
+                step, depth = stack.pop()
+                if id(step) in seen:
+                    continue
+                seen.add(id(step))
+                pad = "  " * (depth + 1)
+                if step.segment is not None:
+                    seg = step.segment
+                    funcs = sorted(seg.op.plan.funcs) if seg.op.plan else []
+                    lines.append(f"{pad}segment: pipeline {seg.op.name} ({len(seg.graph.nodes)} "
+                                 f"nodes: {', '.join(n.describe() for n in seg.graph.nodes[:12])}"
+                                 f"{' ...' if len(seg.graph.nodes) > 12 else ''}); schedule "
+                                 f"{seg.kernel.source}; Funcs: {', '.join(funcs)}")
+                if step.brk is not None:
+                    lines.append(f"{pad}break: {step.brk[1]} at {step.brk[2]}; seen values: "
+                                 f"{[k[2] if len(k) == 3 else '<array>' for k in step.children]}")
+                    for child in step.children.values():
+                        stack.append((child, depth + 1))
+        lines.append("cache misses:")
+        lines += [f"  {i + 1}. {m}" for i, m in enumerate(self._misses)] or ["  none"]
+        return "\n".join(lines)
+
+
+_MISS = object()
+
+
+def _op_name(name: str) -> str:
+    """A function's name as an op name (lower case identifier)."""
+    import re
+
+    s = re.sub(r"[^a-z0-9_]", "_", name.lower()).strip("_") or "fn"
+    return s if s[0].isalpha() else f"f_{s}"
+
+
+def _result_structure(result):
+    leaves: list = []
+
+    def walk(x):
+        if isinstance(x, T.Tensor):
+            leaves.append(x)
+            return ("X", len(leaves) - 1)
+        if isinstance(x, (list, tuple)):
+            return ("L" if isinstance(x, list) else "T", tuple(walk(y) for y in x))
+        if isinstance(x, dict):
+            return ("D", tuple((k, walk(v)) for k, v in x.items()))
+        leaves.append(x)
+        return ("X", len(leaves) - 1)
+
+    return walk(result), leaves
+
+
+def _rebuild(struct, leaves):
+    kind = struct[0]
+    if kind == "X":
+        return leaves[struct[1]]
+    if kind == "L":
+        return [_rebuild(s, leaves) for s in struct[1]]
+    if kind == "T":
+        return tuple(_rebuild(s, leaves) for s in struct[1])
+    return {k: _rebuild(s, leaves) for k, s in struct[1]}
+
+
+def _located(e: PyptoError) -> PyptoError:
+    """``e`` with the user's ``file:line`` (and the line's text) appended."""
+    import sys
+    import traceback
+
+    where = None
+    for fs in reversed(traceback.extract_tb(sys.exc_info()[2])):
+        fn = fs.filename
+        if not (fn.startswith(T._PKG_DIR) or fn.startswith(T._NP_DIR)):
+            where = f"{fn}:{fs.lineno}"
+            break
+    if where is None or "(traced at" in str(e):
+        return e
+    text = T.source_line(where)
+    try:
+        return type(e)(f"{e} (traced at {where}{': ' + text if text else ''})")
+    except TypeError:
+        return e
+
+
+def jit(fn: Callable | None = None, *, fullgraph: bool = False,
+        recompile_limit: int = RECOMPILE_LIMIT):
+    """Traces ``fn`` per signature and replays it as fused pipelines.
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> @pypto.jit
+        ... def f(x):
+        ...     return pypto.ops.tanh(0.5 * x + 0.1) * pypto.ops.sigmoid(x) + 1
+        >>> f(np.zeros(4, np.float32)).tolist()
+        [1.0498339..., ...]  # doctest: +SKIP
+    """
+    def wrap(f):
+        return JitFunction(f, fullgraph=fullgraph, recompile_limit=recompile_limit)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def fuse(fn: Callable | None = None, *, recompile_limit: int = RECOMPILE_LIMIT):
+    """Like :func:`jit`, but guarantees one pipeline: a break or a second pipeline raises
+    :class:`~pypto.errors.FusionError` naming the op and the reason."""
+    def wrap(f):
+        return JitFunction(f, fuse=True, recompile_limit=recompile_limit)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
+    """``true_fn(*operands)`` where ``pred`` holds, else ``false_fn(*operands)``, as one program.
+
+    With a traced ``pred`` both branches are traced and combined with ``where`` (so no break);
+    their results must have the same structure, shapes (after broadcasting with ``pred``) and
+    dtypes. With a Python bool only the chosen branch runs.
+    """
+    from .. import ops
+
+    if isinstance(pred, (bool, np.bool_)):
+        return true_fn(*operands) if pred else false_fn(*operands)
+    a, b = true_fn(*operands), false_fn(*operands)
+    sa, la = _result_structure(a)
+    sb, lb = _result_structure(b)
+    if sa != sb:
+        raise TraceError("pypto.cond: the two branches return different structures "
+                         f"({_short(sa)} vs {_short(sb)})")
+    p = pred
+    if getattr(p, "dtype", None) is not None and np.dtype(p.dtype) != np.bool_:
+        p = p != 0
+    out = []
+    for x, y in zip(la, lb):
+        dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
+        if dx is not None and dy is not None and np.dtype(dx) != np.dtype(dy):
+            raise TraceError(f"pypto.cond: the branches return dtypes {np.dtype(dx).name} and "
+                             f"{np.dtype(dy).name}; cast one of them")
+        out.append(ops.where(p, x, y))
+    return _rebuild(sa, out)

@@ -1,0 +1,715 @@
+"""``pypto.Tensor``: a traced value, and the graph it records.
+
+Inside a traced function (``@pypto.jit``, ``@pypto.fuse``, ``check_graph``, a composite op) the
+arrays a function receives become Tensors. A Tensor has a concrete shape and dtype, the node that
+produces it and the user's ``file:line``; it holds no data. Every PyPTO op accepts Tensors through
+its public frontend: ``runtime.call_op`` hands a call with Tensor arguments to :func:`record_op`,
+which runs the op's checks exactly as for arrays and records a node instead of running a kernel.
+
+Views (reshape, transpose, broadcasting, basic slicing) and casts are nodes of their own: they cost
+nothing once lowered, because the lowering indexes the producer directly.
+
+Arrays that meet a Tensor in an op (weights a function closes over, Python scalars made arrays by a
+frontend) become graph *inputs* keyed by shape and dtype, never constants, so a second layer with
+other weights reuses the same pipeline.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import linecache
+import math
+import operator
+import os
+import sys
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import PyptoError, ShapeError, TraceError
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NP_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_ids = itertools.count()
+
+
+def user_frame() -> str:
+    """``file:line`` of the innermost caller outside PyPTO and NumPy (the user's line)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not (fn.startswith(_PKG_DIR + os.sep) or fn.startswith(_NP_DIR + os.sep)):
+            return f"{f.f_code.co_filename}:{f.f_lineno}"
+        f = f.f_back
+    return "<unknown>:0"
+
+
+def source_line(where: str) -> str:
+    """The text of the line ``where`` names, stripped ('' when unknown)."""
+    path, _, line = where.rpartition(":")
+    try:
+        return linecache.getline(path, int(line)).strip()
+    except ValueError:
+        return ""
+
+
+class Node:
+    """One step of a traced program.
+
+    ``kind`` is ``"input"`` (an array the program reads), ``"op"`` (a PyPTO op call), ``"view"``
+    (reshape / permute / broadcast / slice: an index remap) or ``"cast"``. ``outs`` holds the
+    (shape, dtype) of each output; op nodes may have several.
+    """
+
+    __slots__ = ("id", "kind", "op", "params", "inputs", "outs", "where", "aux", "value",
+                 "dims", "dtypes", "__weakref__")
+
+    def __init__(self, kind: str, inputs: Sequence["Tensor"], outs, where: str, *, op=None,
+                 params=None, aux=None, value=None, dims=None, dtypes=None):
+        self.id = next(_ids)
+        self.kind = kind
+        self.op = op
+        self.params = dict(params or {})
+        self.inputs = tuple(inputs)
+        self.outs = tuple((tuple(int(n) for n in s), np.dtype(d)) for s, d in outs)
+        self.where = where
+        self.aux = aux
+        self.value = value       # input nodes: the array (None for a spec)
+        self.dims = dict(dims or {})
+        self.dtypes = dtypes
+
+    def describe(self) -> str:
+        if self.kind == "op":
+            ps = ", ".join(f"{k}={v!r}" for k, v in sorted(self.params.items()))
+            return f"{self.op.name}({ps})" if ps else self.op.name
+        if self.kind in ("view", "cast"):
+            return f"{self.kind} {self.aux}"
+        return "input"
+
+
+class Tensor:
+    """A traced array: shape, dtype, the producing node and the user's ``file:line``.
+
+    Supports Python operators (``+ - * / ** @``, unary ``-``, ``abs``, comparisons giving bool
+    masks), the methods NumPy users reach for (``sum/mean/max/min/prod/var/std(axis, keepdims)``,
+    ``argmax/argmin``, ``reshape``, ``transpose``/``.T``, basic slicing, ``astype``) and mixing with
+    Python scalars and NumPy arrays. Asking for its value as a Python value (``if t:``,
+    ``float(t)``, ``t.item()``, ``np.asarray(t)``) is a *break*: under ``@pypto.jit`` the pending
+    program runs and tracing continues with the concrete value; under ``fullgraph=True`` it is
+    an error naming the line.
+    """
+
+    __slots__ = ("node", "index", "shape", "dtype", "where", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, node: Node, index: int = 0):
+        self.node = node
+        self.index = index
+        shape, dtype = node.outs[index]
+        self.shape = shape
+        self.dtype = dtype
+        self.where = node.where
+
+    # -- array-like attributes the frontends read ---------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def flags(self):
+        return _FLAGS
+
+    @property
+    def T(self) -> "Tensor":  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d pypto.Tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d pypto.Tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return (f"pypto.Tensor(shape={self.shape}, dtype={self.dtype.name}, "
+                f"from {self.node.describe()} at {self.where})")
+
+    # -- views and casts ----------------------------------------------------------------------
+    def reshape(self, *shape) -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = _resolve_shape(shape, self.size, self.shape)
+        if shape == self.shape:
+            return self
+        return view(self, ("reshape", shape), shape)
+
+    def ravel(self) -> "Tensor":
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def transpose(self, *axes) -> "Tensor":
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        n = self.ndim
+        if not axes:
+            axes = tuple(range(n))[::-1]
+        try:
+            axes = tuple(operator.index(a) % n if n else 0 for a in axes)
+        except TypeError:
+            raise TraceError(f"transpose: axes must be ints, got {axes!r}") from None
+        if sorted(axes) != list(range(n)):
+            raise ShapeError(f"transpose: axes {axes} are not a permutation of {n} axes")
+        if axes == tuple(range(n)):
+            return self
+        return view(self, ("permute", axes), tuple(self.shape[a] for a in axes))
+
+    def swapaxes(self, a: int, b: int) -> "Tensor":
+        axes = list(range(self.ndim))
+        a, b = a % self.ndim, b % self.ndim
+        axes[a], axes[b] = axes[b], axes[a]
+        return self.transpose(axes)
+
+    def broadcast_to(self, shape) -> "Tensor":
+        shape = tuple(int(n) for n in shape)
+        try:
+            if np.broadcast_shapes(self.shape, shape) != shape:
+                raise ValueError
+        except ValueError:
+            raise ShapeError(f"cannot broadcast a Tensor of shape {self.shape} to {shape} "
+                             f"(at {user_frame()})") from None
+        if shape == self.shape:
+            return self
+        return view(self, ("broadcast", shape), shape)
+
+    def squeeze(self, axis=None) -> "Tensor":
+        if axis is None:
+            axes = [i for i, n in enumerate(self.shape) if n == 1]
+        else:
+            axes = [a % self.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+            bad = [a for a in axes if self.shape[a] != 1]
+            if bad:
+                raise ShapeError(f"squeeze: axis {bad[0]} has size {self.shape[bad[0]]}, not 1")
+        return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
+
+    def astype(self, dtype, copy: bool = True) -> "Tensor":
+        dt = np.dtype(dtype)
+        if dt == self.dtype:
+            return self
+        from ..dtypes import halide_type
+
+        try:
+            halide_type(dt.name)
+        except Exception:
+            raise TraceError(f"astype: dtype {dt.name} is not supported in a PyPTO program "
+                             f"(at {user_frame()})") from None
+        node = Node("cast", [self], [(self.shape, dt)], user_frame(), aux=dt.name)
+        return _record(node)[0]
+
+    def copy(self) -> "Tensor":
+        return self
+
+    def __getitem__(self, key) -> "Tensor":
+        return _index(self, key)
+
+    def __setitem__(self, key, value):
+        raise TraceError(f"a pypto.Tensor cannot be assigned in place (at {user_frame()}); "
+                         "Tensors are values: build a new one, e.g. with pypto.ops.where(mask, "
+                         "new, old)")
+
+    # -- reductions as methods ----------------------------------------------------------------
+    def _reduce(self, name, axis, keepdims, **kw):
+        from .. import ops
+
+        return getattr(ops, name)(self, axis=axis, keepdims=keepdims, **kw)
+
+    def sum(self, axis=None, keepdims=False):
+        return self._reduce("sum", axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return self._reduce("mean", axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return self._reduce("max", axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return self._reduce("min", axis, keepdims)
+
+    def prod(self, axis=None, keepdims=False):
+        return self._reduce("prod", axis, keepdims)
+
+    def var(self, axis=None, ddof=0, keepdims=False):
+        return self._reduce("var", axis, keepdims, ddof=ddof)
+
+    def std(self, axis=None, ddof=0, keepdims=False):
+        return self._reduce("std", axis, keepdims, ddof=ddof)
+
+    def argmax(self, axis=None, keepdims=False):
+        return self._reduce("argmax", axis, keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return self._reduce("argmin", axis, keepdims)
+
+    # -- operators ----------------------------------------------------------------------------
+    def __add__(self, o):
+        return _binop("add", self, o)
+
+    def __radd__(self, o):
+        return _binop("add", o, self)
+
+    def __sub__(self, o):
+        return _binop("sub", self, o)
+
+    def __rsub__(self, o):
+        return _binop("sub", o, self)
+
+    def __mul__(self, o):
+        return _binop("mul", self, o)
+
+    def __rmul__(self, o):
+        return _binop("mul", o, self)
+
+    def __truediv__(self, o):
+        return _binop("div", self, o)
+
+    def __rtruediv__(self, o):
+        return _binop("div", o, self)
+
+    def __pow__(self, o):
+        if isinstance(o, (int, float)) and not isinstance(o, bool) and o == 2:
+            return _unop("square", self)
+        return _binop("pow", self, o)
+
+    def __rpow__(self, o):
+        return _binop("pow", o, self)
+
+    def __matmul__(self, o):
+        return _binop("matmul", self, o)
+
+    def __rmatmul__(self, o):
+        return _binop("matmul", o, self)
+
+    def __neg__(self):
+        return _unop("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _unop("abs", self)
+
+    def __gt__(self, o):
+        return _binop("greater", self, o)
+
+    def __ge__(self, o):
+        return _binop("greater_equal", self, o)
+
+    def __lt__(self, o):
+        return _binop("less", self, o)
+
+    def __le__(self, o):
+        return _binop("less_equal", self, o)
+
+    def __eq__(self, o):  # noqa: D105 - an elementwise mask, as in NumPy
+        return _binop("equal", self, o)
+
+    def __ne__(self, o):
+        return _binop("not_equal", self, o)
+
+    def __and__(self, o):
+        return _binop("logical_and", self, o)
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return _binop("logical_or", self, o)
+
+    __ror__ = __or__
+
+    def __invert__(self):
+        return _unop("logical_not", self)
+
+    __hash__ = object.__hash__
+
+    # -- breaks: a Python value is needed -----------------------------------------------------
+    def __bool__(self) -> bool:
+        return bool(_concrete(self, "bool"))
+
+    def __float__(self) -> float:
+        return float(_concrete(self, "float"))
+
+    def __int__(self) -> int:
+        return int(_concrete(self, "int"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise TypeError(f"only integer Tensors can be used as an index, not {self.dtype}")
+        return int(_concrete(self, "int"))
+
+    def item(self):
+        return _concrete(self, "item").item()
+
+    def tolist(self):
+        return _concrete(self, "tolist").tolist()
+
+    def numpy(self) -> np.ndarray:
+        return np.array(_concrete(self, "numpy"))
+
+    def __array__(self, dtype=None, copy=None):
+        a = _concrete(self, "array")
+        return a.astype(dtype) if dtype is not None else a
+
+    # -- NumPy protocols ----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # ndarray (op) Tensor lands here: run PyPTO's op on both.
+        name = _UFUNC_OPS.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if name is not None:
+            if len(inputs) == 2:
+                return _binop(name, *inputs)
+            return _unop(name, inputs[0])
+        raise TraceError(_numpy_on_tensor(f"np.{ufunc.__name__}", ufunc.__name__))
+
+    def __array_function__(self, func, types, args, kwargs):
+        handler = _ARRAY_FUNCS.get(func.__name__)
+        if handler is None:
+            raise TraceError(_numpy_on_tensor(f"np.{func.__name__}", func.__name__))
+        return handler(*args, **kwargs)
+
+
+class _Flags:
+    c_contiguous = True      # a Tensor has no memory layout of its own: treat it as dense
+    f_contiguous = False
+    writeable = True
+    aligned = True
+
+
+_FLAGS = _Flags()
+
+_UFUNC_OPS = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "true_divide": "div", "divide": "div",
+    "power": "pow", "maximum": "maximum", "minimum": "minimum", "matmul": "matmul",
+    "greater": "greater", "greater_equal": "greater_equal", "less": "less",
+    "less_equal": "less_equal", "equal": "equal", "not_equal": "not_equal", "negative": "neg",
+    "absolute": "abs", "logical_and": "logical_and", "logical_or": "logical_or",
+    "logical_not": "logical_not",
+}
+
+
+def _numpy_on_tensor(what: str, name: str) -> str:
+    from .. import ops as _ops
+
+    where = user_frame()
+    alt = {"absolute": "abs", "fabs": "abs", "negative": "neg", "subtract": "sub",
+           "multiply": "mul", "true_divide": "div", "divide": "div", "power": "pow",
+           "amax": "max", "amin": "min", "concatenate": "concat"}.get(name, name)
+    try:
+        _ops.get_op(alt)
+        hint = f"use pypto.ops.{alt}(...) (or the Tensor method) instead"
+    except PyptoError:
+        hint = "use the PyPTO op that does this (`pypto ops` lists them)"
+    return (f"{what} was applied to a pypto.Tensor at {where}: NumPy functions cannot trace "
+            f"PyPTO programs; {hint}")
+
+
+# -- recording --------------------------------------------------------------------------------------
+
+class TraceContext:
+    """The state of one trace: its nodes, how breaks are served, and what it recorded."""
+
+    def __init__(self, *, on_break=None, fullgraph: bool = False, name: str = "program"):
+        self.nodes: list[Node] = []
+        self.on_break = on_break        # fn(ctx, tensor, why) -> np.ndarray, or None: error
+        self.fullgraph = fullgraph
+        self.name = name
+        self.materialized: dict[tuple[int, int], np.ndarray] = {}
+        self.breaks: list[dict] = []
+        self.array_inputs: dict[int, Node] = {}   # id(array) -> its input node
+        self.refs: dict[tuple[int, int], Any] = {}  # (node id, output) -> weakref to its Tensor
+        self._keep: list = []                     # arrays that input nodes refer to
+
+    def input_for(self, array: np.ndarray, name: str | None = None, where: str = "") -> "Tensor":
+        """The Tensor standing for ``array`` (one input node per array object)."""
+        node = self.array_inputs.get(id(array))
+        if node is None or node.value is not array:
+            node = Node("input", [], [(array.shape, array.dtype)], where or user_frame(),
+                        value=array, aux=name)
+            self.array_inputs[id(array)] = node
+            self._keep.append(array)
+            self.nodes.append(node)
+        t = Tensor(node)
+        self.refs[(node.id, 0)] = weakref.ref(t)
+        return t
+
+
+_ctx: contextvars.ContextVar[TraceContext | None] = contextvars.ContextVar("pypto_trace",
+                                                                          default=None)
+
+
+def current() -> TraceContext | None:
+    return _ctx.get()
+
+
+def activate(ctx: TraceContext):
+    return _ctx.set(ctx)
+
+
+def deactivate(token) -> None:
+    _ctx.reset(token)
+
+
+def _context() -> TraceContext:
+    ctx = _ctx.get()
+    if ctx is None:
+        raise TraceError("this pypto.Tensor belongs to a trace that has ended; Tensors live only "
+                         "inside the traced function (return it to get an array)")
+    return ctx
+
+
+def spec_input(shape, dtype, name: str | None = None, where: str = "") -> Tensor:
+    """A Tensor for an input known only by shape and dtype (``check_graph``)."""
+    node = Node("input", [], [(tuple(shape), dtype)], where or user_frame(), value=None, aux=name)
+    _context().nodes.append(node)
+    return Tensor(node)
+
+
+def _record(node: Node) -> list[Tensor]:
+    ctx = _context()
+    ctx.nodes.append(node)
+    out = [Tensor(node, i) for i in range(len(node.outs))]
+    for t in out:
+        ctx.refs[(node.id, t.index)] = weakref.ref(t)
+    return out
+
+
+def view(t: Tensor, aux: tuple, shape: tuple) -> Tensor:
+    node = Node("view", [t], [(shape, t.dtype)], user_frame(), aux=aux)
+    return _record(node)[0]
+
+
+def as_tensor(value: Any, ctx: TraceContext | None = None) -> Tensor:
+    """``value`` as a Tensor of the current trace (arrays become inputs)."""
+    if isinstance(value, Tensor):
+        return value
+    ctx = ctx or _context()
+    return ctx.input_for(np.asarray(value))
+
+
+def record_op(op, arrays, dtypes, params, dims) -> list[Tensor]:
+    """Records ``op`` on checked arguments (Tensors or arrays); returns its output Tensors.
+
+    Called by ``runtime.call_op`` once the op's own checks have passed, so a traced call fails
+    exactly where an eager call would, with the same message.
+    """
+    from ..compiler.lower import build
+
+    ctx = _context()
+    ins = [a if isinstance(a, Tensor) else ctx.input_for(a) for a in arrays]
+    built = _out_types(op, dtypes, params, build)
+    outs = [(tuple(dims[d] for d in spec.dims), dt) for spec, dt in zip(op.outputs, built)]
+    node = Node("op", ins, outs, user_frame(), op=op, params=params, dims=dims, dtypes=dtypes)
+    return _record(node)
+
+
+_types_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _out_types(op, dtypes, params, build) -> tuple[str, ...]:
+    per_op = _types_cache.setdefault(op, {})
+    key = (dtypes, tuple(sorted((k, repr(v)) for k, v in params.items())))
+    got = per_op.get(key)
+    if got is None:
+        got = per_op[key] = build(op, dtypes, params).out_dtypes
+    return got
+
+
+def _concrete(t: Tensor, why: str) -> np.ndarray:
+    ctx = _context()
+    key = (t.node.id, t.index)
+    if key in ctx.materialized:
+        return ctx.materialized[key]
+    where = user_frame()
+    if ctx.fullgraph or ctx.on_break is None:
+        from ..errors import GraphBreakError
+
+        chain = _ops_behind(t)
+        raise GraphBreakError(
+            f"{ctx.name}: the value of a traced Tensor is needed in Python ({why}) at {where}"
+            f"{': ' + source_line(where) if source_line(where) else ''}; it is computed by "
+            f"{chain}. Under fullgraph=True this is an error: use pypto.cond(pred, f, g, *xs) "
+            f"or pypto.ops.where to keep both paths in the program, or drop fullgraph=True to "
+            f"let the program break here")
+    value = ctx.on_break(ctx, t, why, where)
+    ctx.materialized[key] = value
+    return value
+
+
+def _ops_behind(t: Tensor, limit: int = 6) -> str:
+    seen, out, stack = set(), [], [t.node]
+    while stack and len(out) < limit:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        if n.kind == "op":
+            out.append(f"{n.op.name} (at {n.where})")
+        stack.extend(i.node for i in n.inputs)
+    return ", ".join(out) if out else "an input"
+
+
+def _resolve_shape(shape, size: int, old) -> tuple[int, ...]:
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TraceError(f"reshape: the new shape must be ints, got {shape!r}") from None
+    if shape.count(-1) > 1:
+        raise ShapeError(f"reshape: at most one -1 in {shape}")
+    if -1 in shape:
+        rest = math.prod(n for n in shape if n != -1)
+        if rest == 0 or size % rest:
+            raise ShapeError(f"cannot reshape a Tensor of shape {old} into {shape}")
+        shape = tuple(size // rest if n == -1 else n for n in shape)
+    if math.prod(shape) != size or any(n < 0 for n in shape):
+        raise ShapeError(f"cannot reshape a Tensor of shape {old} (size {size}) into {shape}")
+    return shape
+
+
+def _index(t: Tensor, key) -> Tensor:
+    """Basic indexing: ints, slices, None and Ellipsis (NumPy's rules); a view of ``t``."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (Tensor, np.ndarray, list)) for k in key):
+        raise TraceError(f"indexing a pypto.Tensor with an array or Tensor at {user_frame()} is "
+                         "not supported (its result shape would depend on data); use "
+                         "pypto.ops.where for masks, or a slice")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > t.ndim:
+        raise ShapeError(f"too many indices for a Tensor of rank {t.ndim}: {key!r}")
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise TraceError("an index can only have a single ellipsis ('...')")
+    full = []
+    for k in key:
+        if k is Ellipsis:
+            full += [slice(None)] * (t.ndim - n_real)
+        else:
+            full.append(k)
+    full += [slice(None)] * (t.ndim - sum(1 for k in full if k is not None))
+    starts, steps, sizes, out_shape = [], [], [], []
+    axis = 0
+    for k in full:
+        if k is None:
+            out_shape.append(1)
+            continue
+        n = t.shape[axis]
+        if isinstance(k, slice):
+            s, e, st = k.indices(n)
+            cnt = len(range(s, e, st))
+            starts.append(s)
+            steps.append(st)
+            sizes.append(cnt)
+            out_shape.append(cnt)
+        else:
+            try:
+                i = operator.index(k)
+            except TypeError:
+                raise TraceError(f"unsupported index {k!r} for a pypto.Tensor") from None
+            if not -n <= i < n:
+                raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            starts.append(i % n)
+            steps.append(1)
+            sizes.append(1)
+        axis += 1
+    if any(s == 0 for s in sizes):
+        raise ShapeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; empty "
+                         "Tensors are not supported in a PyPTO program")
+    out = t
+    if tuple(sizes) != t.shape or any(s != 0 for s in starts) or any(s != 1 for s in steps):
+        out = view(t, ("slice", tuple(starts), tuple(steps)), tuple(sizes))
+    return out.reshape(tuple(out_shape))
+
+
+def _binop(name: str, a, b):
+    from .. import ops
+
+    return getattr(ops, name)(a, b)
+
+
+def _unop(name: str, a):
+    from .. import ops
+
+    return getattr(ops, name)(a)
+
+
+def _np_transpose(a, axes=None):
+    return a.transpose(axes) if axes is not None else a.transpose()
+
+
+def _np_moveaxis(a, source, destination):
+    n = a.ndim
+    src = [s % n for s in (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [d % n for d in (destination if isinstance(destination, (tuple, list)) else
+                           (destination,))]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return a.transpose(order)
+
+
+def _np_expand_dims(a, axis):
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    n = a.ndim + len(axes)
+    axes = sorted(x % n for x in axes)
+    shape = list(a.shape)
+    for x in axes:
+        shape.insert(x, 1)
+    return a.reshape(tuple(shape))
+
+
+def _np_reduce(name):
+    def f(a, axis=None, keepdims=False, **kw):
+        if kw.get("out") is not None or kw.get("dtype") is not None:
+            raise TraceError(_numpy_on_tensor(f"np.{name} with out=/dtype=", name))
+        return getattr(a, name)(axis=axis, keepdims=keepdims)
+    return f
+
+
+def _np_where(cond, a=None, b=None):
+    if a is None:
+        raise TraceError(_numpy_on_tensor("np.where(cond) (one argument)", "where"))
+    from .. import ops
+
+    return ops.where(cond, a, b)
+
+
+_ARRAY_FUNCS = {
+    "transpose": _np_transpose,
+    "moveaxis": _np_moveaxis,
+    "swapaxes": lambda a, a1, a2: a.swapaxes(a1, a2),
+    "reshape": lambda a, *args, **kw: a.reshape(kw.get("newshape", kw.get("shape", args[0] if
+                                                                          args else None))),
+    "ravel": lambda a, order="C": a.reshape(-1),
+    "broadcast_to": lambda a, shape, subok=False: as_tensor(a).broadcast_to(shape),
+    "squeeze": lambda a, axis=None: a.squeeze(axis),
+    "expand_dims": _np_expand_dims,
+    "shape": lambda a: a.shape,
+    "ndim": lambda a: a.ndim,
+    "size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    "sum": _np_reduce("sum"), "mean": _np_reduce("mean"), "max": _np_reduce("max"),
+    "min": _np_reduce("min"), "amax": _np_reduce("max"), "amin": _np_reduce("min"),
+    "prod": _np_reduce("prod"),
+    "where": _np_where,
+    "result_type": lambda *a: np.result_type(*[x.dtype if isinstance(x, Tensor) else x
+                                               for x in a]),
+    "copy": lambda a, **kw: a,
+    "ascontiguousarray": lambda a, **kw: a,
+}

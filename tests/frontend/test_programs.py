@@ -1,0 +1,436 @@
+"""Programs: Tensor capture, @jit (guards, breaks, replay), @fuse, cond, check_graph, composite ops.
+
+Every result is checked against NumPy written here, independently of the kernels; fused results
+of strict-float elementwise chains must equal op-by-op calls bit for bit.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pypto
+from pypto.frontend import stats as STATS
+from pypto.infra.inputs import make_inputs
+
+RNG = np.random.default_rng(7)
+
+
+def _erf(v):
+    return np.vectorize(math.erf)(v.astype(np.float64))
+
+
+def _gelu(v):
+    return 0.5 * v * (1 + _erf(v / np.sqrt(2)))
+
+
+def _sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def _f32(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# -- every op accepts Tensors ---------------------------------------------------------------------
+
+_PARAMS = {
+    "anchor_boxes": None,   # its public form takes no array: nothing to trace
+    "resize_bilinear": {"height": 7, "width": 9},
+    "roi_align": {"pooled_height": 3, "pooled_width": 3},
+    "avg_pool2d": {"kernel_h": 3, "kernel_w": 2},
+    "max_pool2d": {"kernel_h": 2, "kernel_w": 3},
+    "dequantize": {"scale": 0.5, "zero_point": 3},
+    "quantize": {"scale": 0.25, "zero_point": 1},
+    "requantize": {"scale": 0.01, "zero_point": 2},
+}
+
+
+def _small(op):
+    return {d: min(v, 64) for d, v in (op.example or {}).items()}
+
+
+@pytest.mark.parametrize("name", sorted(o.name for o in pypto.list_ops()
+                                        if isinstance(o, pypto.Op)))
+def test_every_op_runs_traced_like_an_eager_kernel_call(name):
+    op = pypto.get_op(name)
+    params = _PARAMS.get(name, {})
+    if params is None:
+        pytest.skip("no array input")
+    params = op.resolve_params(params)
+    arrays = make_inputs(op, op.dtypes[0], _small(op), params)
+    want = op.kernel(*arrays, **params)
+    got = pypto.jit(lambda *a: op.kernel(*a, **params))(*arrays)
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if w.dtype.kind == "f":
+            rtol = 1e-5 if w.dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * (1 + np.abs(w).max()))
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("softmax", lambda x: pypto.ops.softmax(x, axis=0)),
+    ("sum", lambda x: pypto.ops.sum(x, axis=(0, 2), keepdims=True)),
+    ("mean", lambda x: x.mean(axis=1)),
+    ("max", lambda x: x.max()),
+    ("transpose", lambda x: x.transpose(2, 0, 1) * 2.0),
+    ("slice", lambda x: x[1:, ::2, None, -1] + 1.0),
+    ("broadcast", lambda x: x + x[:, :1, :]),
+    ("where", lambda x: pypto.ops.where(x > 0, x, -x)),
+    ("astype", lambda x: (x * 3.0).astype(np.float64) / 2),
+])
+def test_public_frontends_take_tensors_any_rank_and_axis(name, call):
+    x = _f32(3, 4, 5)
+    want = call(x) if name not in ("slice", "astype") else None
+    got = pypto.jit(call)(x)
+    if name == "slice":
+        want = x[1:, ::2, None, -1] + 1.0
+    if name == "astype":
+        want = (x * np.float32(3)).astype(np.float64) / 2
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert np.asarray(got).shape == np.asarray(want).shape
+
+
+def test_python_operators_and_scalars_mix():
+    x = _f32(6, 7)
+    f = pypto.jit(lambda x: (abs(-x) ** 2 - 1) / 2 + 2 ** 3 * (x >= 0).astype(np.float32))
+    want = (np.abs(-x) ** 2 - 1) / 2 + 8 * (x >= 0).astype(np.float32)
+    np.testing.assert_allclose(f(x), want, rtol=1e-6, atol=1e-6)
+
+
+# -- models ---------------------------------------------------------------------------------------
+
+def test_mlp_block_matches_numpy_and_compiles_once():
+    x, w1, b1, w2 = _f32(32, 64), _f32(64, 128, scale=0.1), _f32(128), _f32(128, 64, scale=0.1)
+
+    @pypto.jit
+    def mlp(x, w1, b1, w2):
+        return x + pypto.ops.gelu(x @ w1 + b1) @ w2
+
+    want = x + _gelu(x.astype(np.float64) @ w1 + b1) @ w2
+    np.testing.assert_allclose(mlp(x, w1, b1, w2), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(mlp(x, w1, b1, w2), want, rtol=1e-4, atol=1e-4)
+    assert mlp.stats.traces == 1 and mlp.stats.replays == 1
+
+
+def _conv_ref(x, w, pad):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
+    out = np.zeros((n, o, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nchw,oc->nohw", xp[:, :, i:i + oh, j:j + ow], w[:, :, i, j])
+    return out
+
+
+def _bn_ref(x, m, v, g, b, eps=1e-5):
+    s = (slice(None), None, None)
+    return (x - m[s]) / np.sqrt(v[s] + eps) * g[s] + b[s]
+
+
+def _bn_params(c):
+    return (_f32(c, scale=0.1), np.abs(_f32(c)) + 0.5, _f32(c) * 0.2 + 1, _f32(c, scale=0.1))
+
+
+def test_resnet_basic_block_is_one_fused_pipeline():
+    c = 8
+    x = _f32(1, c, 12, 12)
+    w1, w2 = _f32(c, c, 3, 3, scale=0.2), _f32(c, c, 3, 3, scale=0.2)
+    bn1, bn2 = _bn_params(c), _bn_params(c)
+
+    @pypto.fuse
+    def block(x, w1, m1, v1, g1, b1, w2, m2, v2, g2, b2):
+        h = pypto.ops.relu(pypto.ops.batch_norm(pypto.ops.conv2d(x, w1, padding=1), m1, v1, g1, b1))
+        h = pypto.ops.batch_norm(pypto.ops.conv2d(h, w2, padding=1), m2, v2, g2, b2)
+        return pypto.ops.relu(h + x)
+
+    before = STATS.segments_run
+    got = block(x, w1, *bn1, w2, *bn2)
+    assert STATS.segments_run - before == 1          # one pipeline
+    h = np.maximum(_bn_ref(_conv_ref(x, w1, 1), *bn1), 0)
+    want = np.maximum(_bn_ref(_conv_ref(h, w2, 1), *bn2) + x, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _lstm_ref(xs, h, c, w_ih, w_hh, b):
+    hs = []
+    for t in range(xs.shape[0]):
+        g = xs[t] @ w_ih.T + h @ w_hh.T + b
+        i, f, gg, o = np.split(g, 4, axis=1)
+        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(gg)
+        h = _sigmoid(o) * np.tanh(c)
+        hs.append(h)
+    return np.stack(hs), c
+
+
+def test_lstm_layer_over_16_steps():
+    b_, inp, hid, steps = 4, 12, 16, 16
+    xs = _f32(steps, b_, inp)
+    h0, c0 = _f32(b_, hid), _f32(b_, hid)
+    w_ih, w_hh = _f32(4 * hid, inp, scale=0.3), _f32(4 * hid, hid, scale=0.3)
+    b_ih, b_hh = _f32(4 * hid, scale=0.1), _f32(4 * hid, scale=0.1)
+
+    @pypto.jit
+    def layer(xs, h, c, w_ih, w_hh, b_ih, b_hh):
+        outs = []
+        for t in range(xs.shape[0]):
+            h, c = pypto.ops.lstm_cell(xs[t], h, c, w_ih, w_hh, b_ih, b_hh)
+            outs.append(h)
+        return outs, c
+
+    outs, c = layer(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    want_h, want_c = _lstm_ref(xs.astype(np.float64), h0, c0, w_ih, w_hh, b_ih + b_hh)
+    np.testing.assert_allclose(np.stack(outs), want_h, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(c, want_c, rtol=1e-4, atol=1e-5)
+
+
+def test_the_founding_documents_my_quantize_works_as_written():
+    @pypto.register_op
+    def my_quantize(x, bits):
+        scale = (2**bits - 1) / (x.max() - x.min())
+        return (x - x.min()) * scale
+
+    x = _f32(50, 30)
+    want = (x - x.min()) * np.float32((2**8 - 1) / (x.max() - x.min()))
+    np.testing.assert_allclose(my_quantize(x, 8), want, rtol=1e-5)
+    assert "my_quantize" in [o.name for o in pypto.list_ops()]
+    assert my_quantize.jitted().stats.traces == 1
+    np.testing.assert_allclose(my_quantize(x, 4), (x - x.min()) * np.float32(15 / np.ptp(x)),
+                               rtol=1e-5)
+    assert my_quantize.jitted().stats.traces == 2          # a static argument is a guard
+
+
+# -- counters -------------------------------------------------------------------------------------
+
+def test_twelve_identical_layers_compile_one_pipeline():
+    @pypto.jit
+    def layer(x, w, b):
+        return pypto.ops.relu(x @ w + b)
+
+    x = _f32(16, 24)
+    ws = [(_f32(24, 24, scale=0.2), _f32(24)) for _ in range(12)]
+    before = STATS.compiles
+    h = x
+    for w, b in ws:
+        h = layer(h, w, b)
+    assert layer.stats.traces == 1 and layer.stats.replays == 11
+    assert STATS.compiles - before == 1
+    want = x.astype(np.float64)
+    for w, b in ws:
+        want = np.maximum(want @ w + b, 0)
+    np.testing.assert_allclose(h, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_new_shape_retraces_and_explain_names_the_guard():
+    f = pypto.jit(lambda x: pypto.ops.exp(x) + 1)
+    f(_f32(4, 5))
+    f(_f32(4, 5))
+    f(_f32(6, 5))
+    assert f.stats.traces == 2
+    text = f.explain(_f32(6, 5))
+    assert "array #0 shape (4, 5) -> (6, 5)" in text
+    assert "first call" in text and "segment: pipeline" in text
+
+
+def test_a_data_dependent_branch_replays_both_paths():
+    @pypto.jit
+    def maybe(x):
+        if (x * x).mean() > 1.0:       # a break: the segment runs, Python sees the value
+            return pypto.ops.relu(x) * 3.0
+        return x * 2.0
+
+    big, small = np.full((8, 8), 2.0, np.float32), np.full((8, 8), -0.1, np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(maybe(big), np.full((8, 8), 6.0, np.float32))
+        np.testing.assert_array_equal(maybe(small), np.full((8, 8), -0.2, np.float32))
+    assert maybe.stats.traces == 2 and maybe.stats.replays == 4
+    assert "break: bool" in maybe.explain(big)
+
+
+def test_values_live_across_a_break_are_kept():
+    @pypto.jit
+    def f(x):
+        y = pypto.ops.exp(x)              # computed before the break, used after it
+        scale = float(y.max())
+        return y / scale
+
+    x = _f32(5, 6)
+    np.testing.assert_allclose(f(x), np.exp(x) / np.exp(x).max(), rtol=1e-6)
+    np.testing.assert_allclose(f(x), np.exp(x) / np.exp(x).max(), rtol=1e-6)
+
+
+def test_recompile_limit_stops_a_storm_and_says_so():
+    f = pypto.jit(lambda x, k: x * k, recompile_limit=2)
+    x = _f32(3)
+    f(x, 1.0)
+    f(x, 2.0)
+    with pytest.warns(RuntimeWarning, match="recompile limit"):
+        got = f(x, 3.0)
+    np.testing.assert_allclose(got, x * 3)
+    assert f.stats.traces == 2
+
+
+# -- exactness ------------------------------------------------------------------------------------
+
+_UNARY = ["exp", "tanh", "sigmoid", "silu", "gelu", "softplus", "sin", "relu", "neg", "square",
+          "log1p", "erf"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chain=st.lists(st.tuples(st.sampled_from(_UNARY + ["add", "mul", "sub"]),
+                                st.floats(-2, 2, width=32)), min_size=1, max_size=5),
+       shape=st.sampled_from([(7,), (3, 33), (2, 3, 70)]))
+def test_fused_elementwise_chains_equal_op_by_op_calls_bit_for_bit(chain, shape):
+    x = np.linspace(-3, 3, math.prod(shape), dtype=np.float32).reshape(shape)
+
+    def run(v):
+        for name, c in chain:
+            if name in ("add", "mul", "sub"):
+                v = getattr(pypto.ops, name)(v, float(c))
+            else:
+                v = getattr(pypto.ops, name)(v)
+        return v
+
+    np.testing.assert_array_equal(pypto.jit(run)(x), run(x))
+
+
+# -- strict modes and errors ----------------------------------------------------------------------
+
+def test_fullgraph_break_error_names_the_line_and_the_ops():
+    def f(x):
+        s = x.sum()
+        if s > 0:  # LINE-MARK
+            return x
+        return -x
+
+    line = f.__code__.co_firstlineno + 2
+    with pytest.raises(pypto.GraphBreakError) as e:
+        pypto.jit(f, fullgraph=True)(_f32(4))
+    assert f"{__file__}:{line}" in str(e.value)
+    assert "sum" in str(e.value) and "greater" in str(e.value)
+
+
+def test_cond_keeps_both_branches_in_one_pipeline():
+    @pypto.jit(fullgraph=True)
+    def f(x):
+        return pypto.cond(x.mean() > 0, lambda v: v * 2.0, lambda v: -v, x)
+
+    a, b = np.full(5, 1.0, np.float32), np.full(5, -1.0, np.float32)
+    np.testing.assert_array_equal(f(a), a * 2)
+    np.testing.assert_array_equal(f(b), -b)
+    assert f.stats.traces == 1
+
+
+def test_fuse_refuses_a_break_with_fusion_error():
+    @pypto.fuse
+    def f(x):
+        return x * 2.0 if float(x.max()) > 0 else x
+
+    with pytest.raises(pypto.FusionError, match="one pipeline"):
+        f(_f32(4))
+
+
+def test_numpy_function_on_a_tensor_names_the_pypto_op():
+    def f(x):
+        return np.exp(x)
+
+    with pytest.raises(pypto.TraceError) as e:
+        pypto.jit(f)(_f32(3))
+    assert "pypto.ops.exp" in str(e.value) and __file__ in str(e.value)
+
+
+def test_in_place_assignment_is_a_clear_error():
+    def f(x):
+        x[0] = 1.0
+        return x
+
+    with pytest.raises(pypto.TraceError, match="in place"):
+        pypto.jit(f)(_f32(3))
+
+
+def test_declared_and_actual_dtypes_disagree():
+    op = pypto.register_op(lambda x: x * 2.0, name="twice_f32", dtypes=["float32"])
+    with pytest.raises(pypto.DtypeError, match="declared for float32"):
+        op(np.ones(3, np.float64))
+
+
+def test_an_op_error_inside_a_trace_names_the_users_line():
+    def f(a, b):
+        return a @ b
+
+    with pytest.raises(pypto.ShapeError) as e:
+        pypto.jit(f)(_f32(3, 5), _f32(7, 2))
+    assert f"{__file__}:{f.__code__.co_firstlineno + 1}" in str(e.value)
+
+
+# -- check_graph ----------------------------------------------------------------------------------
+
+def _resnet_like(x, w1, w2, w3):
+    h = pypto.ops.relu(pypto.ops.conv2d(x, w1, padding=1))
+    h = pypto.ops.relu(pypto.ops.conv2d(h, w2, padding=1))
+    return pypto.ops.conv2d(h, w3, padding=1) + x
+
+
+def test_check_graph_reports_shapes_bytes_and_flops_without_running():
+    before = STATS.compiles
+    rep = pypto.check_graph(_resnet_like, pypto.spec((1, 16, 8, 8)), pypto.spec((16, 16, 3, 3)),
+                            pypto.spec((16, 16, 3, 3)), pypto.spec((16, 16, 3, 3)))
+    assert rep.ok, rep.errors
+    assert rep.outputs == [((1, 16, 8, 8), "float32")]
+    assert rep.bytes_fused == 16 * 64 * 4 and rep.bytes_unfused > rep.bytes_fused
+    assert rep.flops >= 3 * 2 * 16 * 64 * 16 * 9
+    assert STATS.compiles == before
+
+
+def test_check_graph_names_the_line_with_a_wrong_channel_count():
+    rep = pypto.check_graph(_resnet_like, pypto.spec((1, 16, 8, 8)), pypto.spec((16, 16, 3, 3)),
+                            pypto.spec((16, 8, 3, 3)), pypto.spec((16, 16, 3, 3)))
+    assert not rep.ok
+    line = _resnet_like.__code__.co_firstlineno + 2
+    assert f"{__file__}:{line}" in rep.errors[0] and "conv2d" in rep.errors[0]
+
+
+def test_check_graph_lists_breaks():
+    def f(x):
+        return x if float(x.sum()) > 0 else -x
+
+    rep = pypto.check_graph(f, pypto.spec((4,)))
+    assert rep.ok and len(rep.breaks) == 1 and "float" in rep.breaks[0]
+
+
+# -- composite ops --------------------------------------------------------------------------------
+
+def test_target_specific_implementation_is_picked_by_family_with_a_generic_fallback():
+    @pypto.register_op
+    def scaled(x):
+        return x * 2.0
+
+    @pypto.target_specific("opencl", scaled)
+    def scaled_gpu(x):
+        return x + x
+
+    assert scaled.implementation("x86-64-avx2-opencl") is scaled_gpu
+    assert scaled.implementation("x86-64-avx2") is scaled.fn
+    np.testing.assert_array_equal(scaled(np.ones(3, np.float32)), np.full(3, 2, np.float32))
+    with pytest.raises(pypto.OpDefinitionError, match="unknown target family"):
+        pypto.target_specific("tpu", scaled)
+
+
+def test_composite_ops_inline_into_programs():
+    @pypto.register_op
+    def shifted_softmax(x):
+        return pypto.ops.softmax(x - x.max(axis=-1, keepdims=True), axis=-1)
+
+    f = pypto.jit(lambda x: shifted_softmax(x) * 2.0)
+    x = _f32(4, 9)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(f(x), 2 * e / e.sum(axis=-1, keepdims=True), rtol=1e-5)
