@@ -4,7 +4,7 @@ Halide reads an array's bytes as they lie in memory, so a big-endian array on a 
 machine (or the reverse) must be converted to native order before a kernel sees it. The check
 here is strict: the same values in swapped byte order give bit-identical results to the native
 call, for at least one public call of every op (1-byte dtypes have no byte order, so ops whose
-arrays are all 1-byte are left out: dequantize, quantized_matmul).
+arrays are all 1-byte are left out: dequantize, quantized_matmul and the logical ops).
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ CALLS = {
         "add", "maximum", "minimum", "mul", "sub", "swiglu")},
     "div": lambda: ((_r((3, 5)), _r((5,), seed=1, low=0.5, high=2.0)), {}),
     "pow": lambda: ((_r((3, 5), low=0.1, high=2.0), _r((3, 5), seed=1)), {}),
+    **{n: (lambda: ((_r((3, 5), "int64"), _r((3, 5), "int64", seed=1)), {})) for n in (
+        "equal", "not_equal", "greater", "greater_equal", "less", "less_equal")},
     "where": lambda: ((_r((3, 5)) > 0, _r((3, 5), "int32"), _r((3, 5), "int32", seed=1)), {}),
     # reductions: float64 and int32 too
     "sum": lambda: ((_r((4, 7), "float64"),), {"axis": 1}),
@@ -97,7 +99,7 @@ CALLS = {
     "requantize": lambda: ((_r((3, 5), "int32"),), {"scale": 0.5, "zero_point": -2}),
 }
 
-ONE_BYTE_ONLY = {"dequantize", "quantized_matmul"}
+ONE_BYTE_ONLY = {"dequantize", "quantized_matmul", "logical_and", "logical_or", "logical_not"}
 NO_ARRAY_INPUT = {"anchor_boxes"}   # sizes/ratios are read as float64 sequences
 
 
