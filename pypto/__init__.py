@@ -18,7 +18,7 @@ from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, Fu
                      ParamError, PyptoError, RecompileLimitError, ScheduleError, ShapeError,
                      StaleScheduleError, TargetError, TraceError, UnknownOpError)
 from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
-                       target_specific)
+                       target_specific, tune)
 from .infra.version import __version__
 from .ops import Op, Param, get_op, list_ops, op
 from .schedule.directives import Directive
@@ -30,5 +30,5 @@ __all__ = [
     "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
     "add_schedule_path", "check_graph", "cond", "explain", "fuse", "get_op", "jit", "list_ops",
-    "op", "ops", "profile", "register_op", "spec", "target", "target_specific",
+    "op", "ops", "profile", "register_op", "spec", "target", "target_specific", "tune",
 ]

@@ -14,7 +14,7 @@ def test_public_api_is_pinned():
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
         "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond", "explain",
         "fuse", "get_op", "jit", "list_ops", "op", "ops", "profile", "register_op", "spec",
-        "target", "target_specific"])
+        "target", "target_specific", "tune"])
     for name in pypto.__all__:
         assert hasattr(pypto, name), name
 

@@ -34,6 +34,14 @@ def build(op_name, target, shape, dtype, params, formats, schedule_file, require
     from .common import dtype_signature
 
     op = resolve_op(op_name)
+    if hasattr(op, "specialize"):    # a composite op: one traced program at the given shape
+        if not shape:
+            raise click.UsageError(f"{op.name} is a composite op: give --shape with its declared "
+                                   "dims (register_op(inputs=...))")
+        op = op.specialize(parse_shape(shape), tuple(dtype.split(",")) if dtype else None,
+                           parse_params(params))
+        shape = ",".join(f"{d}={op.call_dims[d]}" for d in op.input_dims)
+        params, dtype = (), None
     p = op.resolve_params(parse_params(params))
     if all_shapes:
         from ..compiler.aot import build_all_shapes

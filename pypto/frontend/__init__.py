@@ -11,6 +11,7 @@ from .. import runtime as _runtime
 from .check import GraphReport, check_graph, spec
 from .composite import CompositeOp, register_op, target_specific
 from .jit import GLOBAL as stats
+from .programs import tune
 from .jit import JitFunction, cond, fuse, jit
 from .tensor import Tensor, as_tensor, current, record_op
 
@@ -20,4 +21,4 @@ _runtime._record = record_op
 _runtime._as_tensor = as_tensor
 
 __all__ = ["CompositeOp", "GraphReport", "JitFunction", "Tensor", "check_graph", "cond", "fuse",
-           "jit", "register_op", "spec", "stats", "target_specific"]
+           "jit", "register_op", "spec", "stats", "target_specific", "tune"]

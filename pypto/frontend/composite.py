@@ -28,7 +28,7 @@ class CompositeOp:
     """An op written from other ops (see the module docstring)."""
 
     def __init__(self, fn: Callable, *, name: str | None = None, category: str = "composite",
-                 dtypes: Sequence[str] | None = None, doc: str = ""):
+                 dtypes: Sequence[str] | None = None, doc: str = "", inputs=None, example=None):
         self.fn = fn
         self.name = _op_name(name or fn.__name__)
         self.category = category
@@ -39,6 +39,9 @@ class CompositeOp:
         self.__wrapped__ = fn
         self.__name__ = self.name
         self.__doc__ = self.doc
+        self.declared = {k: tuple(v.split()) if isinstance(v, str) else tuple(v)
+                         for k, v in (inputs or {}).items()}
+        self.example = dict(example) if example else None
         self.params = ()
         self.inputs = ()
         self.outputs = ()
@@ -90,6 +93,40 @@ class CompositeOp:
             jf.seg_name = self.name
         return jf(*args, **kwargs)
 
+    def specialize(self, shape: dict, dtypes=None, params=None):
+        """The graph op of this composite at concrete input shapes, for tuning and building.
+
+        ``shape`` maps the declared input dims (``register_op(inputs={"x": "R C"})``) to extents;
+        ``params`` gives the static (non-array) arguments.
+        """
+        from .check import spec
+        from .programs import trace_graph_op
+
+        if not self.declared:
+            raise OpDefinitionError(
+                f"{self.name}: to tune or build it from the command line, declare its array "
+                f"arguments with named dims: @pypto.register_op(inputs={{'x': 'R C'}}); then "
+                f"give --shape R=...,C=... (in Python, pypto.tune({self.name}, *arrays) needs no "
+                f"declaration)")
+        missing = [d for d in self.input_dims if d not in shape]
+        if missing:
+            from ..errors import ShapeError
+
+            raise ShapeError(f"{self.name}: shape must name {', '.join(self.input_dims)}; "
+                             f"missing {', '.join(missing)}")
+        dts = list(dtypes or ()) or [self.allowed[0] if self.allowed else "float32"] * len(
+            self.declared)
+        specs = [spec(tuple(int(shape[d]) for d in dims), dt)
+                 for (_, dims), dt in zip(self.declared.items(), dts)]
+        return trace_graph_op(self, specs, dict(params or {}))
+
+    @property
+    def input_dims(self) -> tuple[str, ...]:
+        seen: list[str] = []
+        for dims in self.declared.values():
+            seen += [d for d in dims if d not in seen]
+        return tuple(seen)
+
     def jitted(self) -> JitFunction:
         """The jitted function calls go through (for ``explain`` and counters)."""
         impl = self.implementation()
@@ -101,8 +138,12 @@ class CompositeOp:
 
 def register_op(fn: Callable | None = None, *, name: str | None = None,
                 category: str = "composite", dtypes: Sequence[str] | None = None,
-                replace: bool = True):
+                inputs=None, example=None, replace: bool = False):
     """Registers ``fn`` (written with PyPTO ops and Tensor methods) as an op.
+
+    ``inputs`` (optional) names the array arguments' dims, as ``@pypto.op`` does, so the op can be
+    tuned and built from the command line (``--shape R=...,C=...``); ``dtypes`` restricts the
+    accepted dtypes; ``example`` gives a shape for ``pypto ops show``.
 
     Example:
         >>> import pypto
@@ -112,10 +153,13 @@ def register_op(fn: Callable | None = None, *, name: str | None = None,
         ...     return (x - x.min()) * scale
     """
     def wrap(f):
-        from ..ops._registry import register
+        from ..ops._registry import _OPS, register
 
-        cop = CompositeOp(f, name=name, category=category, dtypes=dtypes)
-        register(cop, replace=replace)
+        cop = CompositeOp(f, name=name, category=category, dtypes=dtypes, inputs=inputs,
+                          example=example)
+        # Defining a composite op again (a re-run cell, a reloaded module) replaces it; a
+        # built-in op is replaced only when asked.
+        register(cop, replace=replace or isinstance(_OPS.get(cop.name), CompositeOp))
         return cop
 
     return wrap(fn) if fn is not None else wrap

@@ -109,7 +109,7 @@ class Graph:
             ins = tuple(self.ref(t) for t in n.inputs)
             if n.kind == "op":
                 ps = tuple(sorted((k, repr(v)) for k, v in n.params.items()))
-                parts.append(("op", n.op.name, id(n.op), n.dtypes, ps, ins,
+                parts.append(("op", n.op.name, n.dtypes, ps, ins,
                               tuple(s for s, _ in n.outs)))
             else:
                 parts.append((n.kind, repr(n.aux), ins, n.outs[0][0], n.outs[0][1].str))
@@ -486,19 +486,27 @@ def is_pointwise(op: Op, dtypes, params) -> bool:
 # -- the graph op -----------------------------------------------------------------------------------
 
 class GraphOp(Op):
-    """A traced segment as an op: inputs ``i0..``, outputs ``o0..``, every dim named per axis."""
+    """A traced segment as an op: inputs ``i0..``, outputs ``o0..``, every dim named per axis
+    (``I0_1`` is axis 1 of input 0). ``call_dims`` holds the extents of every dim."""
 
     def __init__(self, graph: Graph, name: str | None = None, doc: str = ""):
+        import inspect
+
         self.graph = graph
         self.plan: Lowering | None = None
         inputs = {f"i{k}": " ".join(f"I{k}_{a}" for a in range(len(dom(graph.source_shape(k)))))
                   for k in range(len(graph.sources))}
         outputs = {}
         fixed: dict[str, int] = {}
+        self.call_dims: dict[str, int] = {}
+        for k in range(len(graph.sources)):
+            for a, n in enumerate(dom(graph.source_shape(k))):
+                self.call_dims[f"I{k}_{a}"] = n
         for k, (node, j) in enumerate(graph.outputs):
             shape = dom(node.outs[j][0])
             outputs[f"o{k}"] = " ".join(f"O{k}_{a}" for a in range(len(shape)))
             fixed.update({f"O{k}_{a}": n for a, n in enumerate(shape)})
+        self.call_dims.update(fixed)
         sig = tuple(graph.source_dtype(i).name for i in range(len(graph.sources)))
 
         def algorithm(*images):
@@ -508,13 +516,13 @@ class GraphOp(Op):
             return outs
 
         algorithm.__name__ = name or f"g_{graph.key}"
-        import inspect
         algorithm.__signature__ = inspect.Signature(
             [inspect.Parameter(f"i{k}", inspect.Parameter.POSITIONAL_ONLY)
              for k in range(len(graph.sources))])
         super().__init__(name=name or f"g_{graph.key}", category="program", algorithm=algorithm,
-                         inputs=inputs, outputs=outputs, dtypes=[sig] if sig else [()],
-                         reference=lambda *a: graph.reference(*a),
+                         inputs=inputs, outputs=outputs, dtypes=[sig],
+                         reference=lambda *a: tuple(graph.reference(*a)) if len(
+                             graph.outputs) > 1 else graph.reference(*a)[0],
                          derive=(lambda dims, params: dict(fixed)) if fixed else None,
                          doc=doc or f"a traced program of {len(graph.nodes)} nodes")
         self.schedule_template = fused_schedule

@@ -60,7 +60,7 @@ class Segment:
         self.op, self.kernel = _compiled_graph(graph, name)
         self.shapes = [graph.source_shape(i) for i in range(len(graph.sources))]
         self.out_shapes = [n.outs[k][0] for n, k in graph.outputs]
-        self.dims = _graph_dims(graph)
+        self.dims = self.op.call_dims
 
     def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         from ..runtime import run_kernel
@@ -69,17 +69,6 @@ class Segment:
         ins = [a.reshape(dom(s)) if a.shape != dom(s) else a for a, s in zip(arrays, self.shapes)]
         outs = run_kernel(self.kernel, self.op, ins, self.dims)
         return [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
-
-
-def _graph_dims(graph: Graph) -> dict[str, int]:
-    dims = {}
-    for k in range(len(graph.sources)):
-        for a, n in enumerate(dom(graph.source_shape(k))):
-            dims[f"I{k}_{a}"] = n
-    for k, (node, j) in enumerate(graph.outputs):
-        for a, n in enumerate(dom(node.outs[j][0])):
-            dims[f"O{k}_{a}"] = n
-    return dims
 
 
 _kernels: dict[tuple, tuple] = {}
@@ -117,7 +106,7 @@ def compile_graph_op(op: GraphOp, target, schedule=None):
     from .graph import fused_schedule
 
     dtypes = op.dtypes[0]
-    dims = _graph_dims(op.graph)
+    dims = op.call_dims
     built = build(op, dtypes, {})
     fp = fingerprint(built)
     source = "given"

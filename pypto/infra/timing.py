@@ -51,10 +51,13 @@ def _once(fn: Callable[[], object], inner: int) -> float:
 
 def compare(fns: Mapping[str, Callable[[], object]], *, min_rounds: int = 5, max_rounds: int = 25,
             target_spread: float = 0.05, budget_s: float = 20.0, warmup: int = 2,
-            min_sample_ms: float = 2.0) -> dict[str, Timing]:
+            min_sample_ms: float = 2.0, pause_s: float = 0.0) -> dict[str, Timing]:
     """Times every callable interleaved; returns name -> Timing (milliseconds per call).
 
     Calls faster than ``min_sample_ms`` are batched so that each sample lasts at least that long.
+    With ``pause_s`` > 0 each sample follows a pause of that long and one untimed call of the same
+    candidate: OpenBLAS and OpenMP threads spin about 0.1 s after a call and would slow whichever
+    candidate ran next (the fair protocol; use 0.3 s or more for peers that use thread pools).
     """
     names = list(fns)
     inner: dict[str, int] = {}
@@ -68,6 +71,9 @@ def compare(fns: Mapping[str, Callable[[], object]], *, min_rounds: int = 5, max
     for r in range(max_rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for n in order:
+            if pause_s > 0:
+                time.sleep(pause_s)
+                fns[n]()
             samples[n].append(_once(fns[n], inner[n]))
         if r + 1 >= min_rounds:
             done = all(Timing(samples[n]).spread <= target_spread for n in names)

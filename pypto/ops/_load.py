@@ -17,7 +17,15 @@ from ._registry import get_op
 
 
 def resolve_op(spec: str) -> Op:
-    """The op named by ``spec``; UnknownOpError when it cannot be found."""
+    """The op named by ``spec``; UnknownOpError when it cannot be found.
+
+    ``graph:PATH`` names a traced program written as data by ``pypto.frontend.serial`` (how the
+    tuner's workers receive a program); loading it imports only registered ops.
+    """
+    if spec.startswith("graph:"):
+        from ..frontend.serial import load_op   # lazy plug-in point: programs sit above ops
+
+        return load_op(spec[len("graph:"):])
     if ":" not in spec:
         return get_op(spec)
     where, _, name = spec.rpartition(":")
@@ -42,6 +50,6 @@ def resolve_op(spec: str) -> Op:
         except ModuleNotFoundError as e:
             raise UnknownOpError(f"cannot import module {where!r} (from {spec!r}): {e}") from None
     obj = getattr(module, name, None)
-    if not isinstance(obj, Op):
+    if not isinstance(obj, Op) and not hasattr(obj, "specialize"):   # an op, or a composite op
         raise UnknownOpError(f"{spec!r}: {name!r} is not a pypto op (declare it with @pypto.op)")
     return obj
