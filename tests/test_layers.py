@@ -46,6 +46,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("pypto.bench.harness", "autotune.evaluate"):
         "missing autoscheduler results are computed in the tuner's sandboxed worker process "
         "(a crash or hang there is a skipped peer), only when a bench asks for them",
+    ("pypto.frontend.programs", "autotune.tuner"):
+        "pypto.tune(fn, *arrays) hands a traced program to the tuner (optuna), only when called",
+    ("pypto.ops._load", "pypto.frontend.serial"):
+        "an op spec 'graph:PATH' names a traced program saved as data (how the tuner's workers "
+        "receive one); loaded only for such specs",
 }
 
 
