@@ -586,8 +586,8 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         info = built.funcs.get(name)
         if info is None:
             continue
-        if name not in handled:
-            out.append(D("compute_root", name))
+        out.append(D("compute_root", name))
+        if name not in handled:      # else an anchor's schedule moved onto it (an epilogue)
             ext_of(low.funcs[name], info.args)
             out += output_directives(name, info.args, extents, lanes)
     for v in low.outputs:
@@ -649,7 +649,7 @@ def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | N
     sched = found.schedule if found is not None else default_schedule(built, n.dims, target)
     prefix = a["prefix"]
     inputs = a["inputs"]
-    names: dict[str, str] = {}
+    names: dict[str, str] = dict(inputs)        # an input, by its name or its Func's
     for fname in built.funcs:
         if fname in inputs:
             names[fname] = inputs[fname]
@@ -665,6 +665,9 @@ def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | N
             var_maps[tgt] = vmap
     result = []
     for d in sched.directives:
+        for arg, kind in GRAMMAR.get(d.op, ()):      # Funcs a directive creates (rfactor, wrap)
+            if kind.rstrip("?") == "name" and d.get(arg):
+                names.setdefault(d.get(arg), prefix + d.get(arg))
         func = names.get(d.func)
         if func is None:
             return None

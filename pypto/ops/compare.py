@@ -49,5 +49,8 @@ logical_and = _compare("logical_and", lambda a, b: a & b, lambda a, b: np.logica
                        "Elementwise AND of two bool arrays.", dtypes=("bool",))
 logical_or = _compare("logical_or", lambda a, b: a | b, lambda a, b: np.logical_or(a, b),
                       "Elementwise OR of two bool arrays.", dtypes=("bool",))
-logical_not = _ew._unary("logical_not", lambda x: ~x, lambda x: np.logical_not(x),
+# Not ~x: on OpenCL a bool is a byte, and its bitwise complement is still true.
+logical_not = _ew._unary("logical_not", lambda x: hl.select(x, hl.cast(hl.Bool(), 0),
+                                                            hl.cast(hl.Bool(), 1)),
+                         lambda x: np.logical_not(x),
                          "Elementwise NOT of a bool array.", dtypes=("bool",))

@@ -19,6 +19,17 @@ from pypto.infra.inputs import make_inputs
 RNG = np.random.default_rng(7)
 
 
+@pytest.fixture(autouse=True)
+def _registry_restored():
+    """Composite ops registered by a test leave the registry as it was."""
+    from pypto.ops import _registry
+
+    saved = dict(_registry._OPS)
+    yield
+    _registry._OPS.clear()
+    _registry._OPS.update(saved)
+
+
 def _erf(v):
     return np.vectorize(math.erf)(v.astype(np.float64))
 
@@ -116,6 +127,10 @@ def test_mlp_block_matches_numpy_and_compiles_once():
 
     want = x + _gelu(x.astype(np.float64) @ w1 + b1) @ w2
     np.testing.assert_allclose(mlp(x, w1, b1, w2), want, rtol=1e-4, atol=1e-4)
+    kernel = next(iter(mlp._cache.values())).segment.kernel
+    assert kernel.source == "default (fused)"
+    # the second matmul's loop nest moved onto the output: the residual add is its epilogue
+    assert any(line.startswith("o0.") and "split" in line for line in kernel.python)
     np.testing.assert_allclose(mlp(x, w1, b1, w2), want, rtol=1e-4, atol=1e-4)
     assert mlp.stats.traces == 1 and mlp.stats.replays == 1
 
@@ -156,6 +171,9 @@ def test_resnet_basic_block_is_one_fused_pipeline():
     before = STATS.segments_run
     got = block(x, w1, *bn1, w2, *bn2)
     assert STATS.segments_run - before == 1          # one pipeline
+    # ...scheduled by the full fused default (not the safe fallback): conv epilogues included
+    step = next(iter(block._cache.values()))
+    assert step.segment.kernel.source == "default (fused)"
     h = np.maximum(_bn_ref(_conv_ref(x, w1, 1), *bn1), 0)
     want = np.maximum(_bn_ref(_conv_ref(h, w2, 1), *bn2) + x, 0)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -423,6 +441,11 @@ def test_target_specific_implementation_is_picked_by_family_with_a_generic_fallb
     np.testing.assert_array_equal(scaled(np.ones(3, np.float32)), np.full(3, 2, np.float32))
     with pytest.raises(pypto.OpDefinitionError, match="unknown target family"):
         pypto.target_specific("tpu", scaled)
+
+
+def test_a_composite_op_cannot_silently_replace_a_built_in_one():
+    with pytest.raises(pypto.OpDefinitionError, match="already registered"):
+        pypto.register_op(lambda x: x, name="softmax")
 
 
 def test_composite_ops_inline_into_programs():
