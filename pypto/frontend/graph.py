@@ -646,6 +646,10 @@ def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | N
         found = lookup(op, fingerprint(built), n.dtypes, n.params, n.dims, target)
     except Exception:   # a broken database must not break a program: use the default
         found = None
+    if found is not None and found.distance > 0:
+        # A nearest-shape entry may not fit this shape (a tile larger than an extent); a call
+        # would fall back at run time, a fused pipeline cannot: only exact entries are used.
+        found = None
     sched = found.schedule if found is not None else default_schedule(built, n.dims, target)
     prefix = a["prefix"]
     inputs = a["inputs"]

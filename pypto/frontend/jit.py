@@ -33,6 +33,15 @@ from .graph import Graph, GraphOp, dom
 
 #: Default cap on traces per jitted function (signatures plus newly seen break values).
 RECOMPILE_LIMIT = 8
+#: Ops per pipeline before a program is cut into several (Halide's compile time grows faster
+#: than linearly with the number of Funcs).
+FUNC_BUDGET = 48
+
+
+def _pointwise(node) -> bool:
+    from .graph import is_pointwise
+
+    return node.kind != "op" or is_pointwise(node.op, node.dtypes, node.params)
 
 
 @dataclasses.dataclass
@@ -63,11 +72,19 @@ class Segment:
         self.dims = self.op.call_dims
 
     def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        from ..errors import ExecutionError
         from ..runtime import run_kernel
 
         GLOBAL.segments_run += 1
         ins = [a.reshape(dom(s)) if a.shape != dom(s) else a for a, s in zip(arrays, self.shapes)]
-        outs = run_kernel(self.kernel, self.op, ins, self.dims)
+        try:
+            outs = run_kernel(self.kernel, self.op, ins, self.dims)
+        except ExecutionError:
+            if self.kernel.source.endswith("safe)"):
+                raise
+            # A schedule that compiled but fails at this shape: the safe default, remembered.
+            self.kernel = compile_graph_op(self.op, _target_of(self.kernel), safe_only=True)
+            outs = run_kernel(self.kernel, self.op, ins, self.dims)
         return [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
 
 
@@ -94,7 +111,13 @@ def _compiled_graph(graph: Graph, name: str | None = None, target=None):
     return op, kernel
 
 
-def compile_graph_op(op: GraphOp, target, schedule=None):
+def _target_of(kernel):
+    from ..compiler import targets
+
+    return targets.parse(kernel.target)
+
+
+def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = False):
     """Compiles a graph op: the given schedule, else its database entry, else the fused default
     (and the safe default when the fused one cannot apply)."""
     from ..compiler.jit import compile_built
@@ -121,17 +144,18 @@ def compile_graph_op(op: GraphOp, target, schedule=None):
     out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
     lanes = vector_lanes(target, out_dt if out_dt != "bool" else "uint8")
     attempts = []
-    if schedule is not None:
+    if schedule is not None and not safe_only:
         attempts.append((schedule, source))
     if target.has_gpu_feature():
-        from ..schedule.defaults import default_schedule
-
         attempts.append((None, "default"))
     else:
-        attempts.append((Schedule(op=op.name, directives=tuple(
-            fused_schedule(built, dims, lanes))), "default (fused)"))
+        if not safe_only:
+            attempts.append((Schedule(op=op.name, directives=tuple(
+                fused_schedule(built, dims, lanes))), "default (fused)"))
         attempts.append((Schedule(op=op.name, directives=tuple(
             fused_schedule(built, dims, lanes, safe=True))), "default (fused, safe)"))
+    from ..schedule.defaults import default_schedule
+
     last = None
     for sched, src in attempts:
         b = build(op, dtypes, {})
@@ -157,6 +181,7 @@ class _Step:
         self.sources = sources        # per graph source: ("arg", i) | ("const", array) | ("val", key)
         self.produced = produced      # per graph output: the value key it defines
         self.brk: tuple | None = None  # (value key, why, where)
+        self.observed = None           # the break's value key; None: the next step follows as is
         self.children: dict = {}
         self.result = None            # pytree of ("val", key) / ("arg", i) / ("py", value)
 
@@ -185,6 +210,27 @@ class _Recorder:
 
     def run_segment(self, ctx, wanted: list[T.Tensor]) -> list[np.ndarray]:
         graph = Graph(wanted, ctx.materialized)
+        ops = [n for n in graph.nodes if n.kind == "op"]
+        if len(ops) > FUNC_BUDGET:
+            # Halide's compile time grows faster than linearly with the Funcs of a pipeline:
+            # cut. The first part ends at the op that reaches the budget; every value of it
+            # that the rest reads is materialized (a reduction output where possible).
+            last = ops[FUNC_BUDGET - 1]
+            for n in ops[FUNC_BUDGET // 2:FUNC_BUDGET]:
+                if not _pointwise(n):
+                    last = n
+            head = graph.nodes[:graph.nodes.index(last) + 1]
+            ids = {n.id for n in head}
+            need: dict[tuple[int, int], T.Tensor] = {}
+            for n in graph.nodes[len(head):]:
+                for t in n.inputs:
+                    if t.node.id in ids:
+                        need[(t.node.id, t.index)] = t
+            for t in wanted:
+                if t.node.id in ids:
+                    need[(t.node.id, t.index)] = t
+            self.run_segment(ctx, list(need.values()))
+            return self.run_segment(ctx, wanted)
         if not graph.nodes:   # the values are inputs or computed already
             self.added = False
             return [self._value_of(ctx, t) for t in wanted]
@@ -450,7 +496,7 @@ class JitFunction:
                 self._cache[key] = steps[0]
                 return
             for i, s_ in enumerate(steps[:-1]):   # the tree holds this path up to a new value
-                if cur.brk is None:
+                if cur.brk is None and cur.result is not None:
                     return
                 nxt = cur.children.get(s_.observed)
                 if nxt is None:
@@ -470,6 +516,9 @@ class JitFunction:
                                   ref[1] if kind == "const" else values[ref[1]])
                 for key, o in zip(step.produced, step.segment.run(arrays)):
                     values[key] = o
+            if step.brk is None and step.result is None:     # a cut: the next part follows
+                step = step.children[None]
+                continue
             if step.brk is None:
                 struct, refs = step.result
                 out = []
@@ -522,8 +571,8 @@ class JitFunction:
                 if step.brk is not None:
                     lines.append(f"{pad}break: {step.brk[1]} at {step.brk[2]}; seen values: "
                                  f"{[k[2] if len(k) == 3 else '<array>' for k in step.children]}")
-                    for child in step.children.values():
-                        stack.append((child, depth + 1))
+                for child in step.children.values():
+                    stack.append((child, depth + (step.brk is not None)))
         lines.append("cache misses:")
         lines += [f"  {i + 1}. {m}" for i, m in enumerate(self._misses)] or ["  none"]
         return "\n".join(lines)

@@ -5,6 +5,7 @@ of strict-float elementwise chains must equal op-by-op calls bit for bit.
 """
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -286,6 +287,27 @@ def test_values_live_across_a_break_are_kept():
     np.testing.assert_allclose(f(x), np.exp(x) / np.exp(x).max(), rtol=1e-6)
 
 
+def test_long_programs_are_cut_at_the_func_budget_and_replay(monkeypatch):
+    monkeypatch.setattr(sys.modules["pypto.frontend.jit"], "FUNC_BUDGET", 8)
+
+    def f(x):
+        for i in range(10):
+            x = pypto.ops.softmax(x * 1.5, axis=-1) + 0.01 * i
+        return x
+
+    x = _f32(4, 16)
+    want = x.astype(np.float64)
+    for i in range(10):
+        e = np.exp(want * 1.5 - (want * 1.5).max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True) + 0.01 * i
+    jf = pypto.jit(f)
+    before = STATS.segments_run
+    np.testing.assert_allclose(jf(x), want, rtol=1e-5, atol=1e-6)
+    assert STATS.segments_run - before >= 3                 # 30 ops in pipelines of <= 8
+    np.testing.assert_allclose(jf(x), want, rtol=1e-5, atol=1e-6)
+    assert jf.stats.traces == 1 and jf.stats.replays == 1
+
+
 def test_recompile_limit_stops_a_storm_and_says_so():
     f = pypto.jit(lambda x, k: x * k, recompile_limit=2)
     x = _f32(3)
@@ -457,3 +479,24 @@ def test_composite_ops_inline_into_programs():
     x = _f32(4, 9)
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     np.testing.assert_allclose(f(x), 2 * e / e.sum(axis=-1, keepdims=True), rtol=1e-5)
+
+
+def test_a_fused_schedule_failing_at_run_time_falls_back_to_the_safe_default(monkeypatch):
+    graph_mod = sys.modules["pypto.frontend.graph"]
+    real = graph_mod.fused_schedule
+
+    def too_big_tiles(built, dims, lanes, *, safe=False):
+        out = real(built, dims, lanes, safe=safe)
+        if safe:
+            return out
+        # a tile larger than the output with shift_inwards: compiles, then fails when run
+        D = graph_mod.D
+        return [D("split", "o0", var="o0_1", outer="a", inner="b", factor=64,
+                  tail="shift_inwards")] + [d for d in out if d.op == "bound"]
+
+    monkeypatch.setattr(graph_mod, "fused_schedule", too_big_tiles)
+    f = pypto.jit(lambda x: pypto.ops.exp(x) * 3.0)
+    x = _f32(5, 7)
+    np.testing.assert_allclose(f(x), np.exp(x) * 3, rtol=1e-6)
+    step = next(iter(f._cache.values()))
+    assert step.segment.kernel.source == "default (fused, safe)"
