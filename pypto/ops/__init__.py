@@ -10,7 +10,9 @@ import importlib
 from ._op import Dims, Op, Param, TensorSpec, op
 from ._registry import get_op, list_ops, register
 
-FAMILIES = ("elementwise", "binary", "compare", "reduce", "norm", "linalg", "attention", "nn", "image", "quant")
+FAMILIES = ("elementwise", "binary", "compare", "reduce", "norm", "linalg", "attention", "nn", "image", "quant",
+            "math", "arith", "activations",
+            "layout", "indexing", "creation", "scan", "losses", "detection", "spatial")
 _loaded = False
 
 

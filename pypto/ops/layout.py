@@ -1,0 +1,454 @@
+"""Layout ops: concat, stack, split, pad, tile, repeat, flip and roll, each a copy of its input
+into a new arrangement.
+
+The public calls follow NumPy (``concat`` is ``np.concatenate``, ``split`` is ``np.split``,
+``stack``, ``tile``, ``repeat``, ``flip``, ``roll``) except ``pad``, which follows ``torch.nn.functional.pad``: ``pad`` lists (before, after)
+pairs starting from the last axis, and ``mode`` is ``"constant"``, ``"reflect"``, ``"replicate"`` or
+``"circular"``.
+
+Kernel forms: an op that works along one axis sees the array as [O, A, I] (the axes before it
+flattened into O, the axes after it into I) so the public call only reshapes, never transposes;
+an op that works along several axes makes one pass per axis (adjacent axes that merge are one
+pass). ``concat`` sees [O, A] and [O, B]: the copied block of each input is contiguous.
+
+Unlike NumPy's, ``flip`` and the pieces of ``split`` are new arrays, not views (a
+kernel writes them); zero-size results are refused, as everywhere in PyPTO.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import halide as hl
+import numpy as np
+
+from ..errors import DtypeError, ParamError, ShapeError
+from ..runtime import as_array, as_traced, traced
+from ._op import Param, op
+
+#: The dtypes every layout op accepts (a copy needs no arithmetic); float32 first.
+ANY = ["float32", "float64", "int32", "int64", "bool"]
+_BIG = 1 << 30
+_OAI = {"O": 4, "A": 9, "I": 5}
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def _axis(name: str, axis, ndim: int) -> int:
+    """A single axis as a non-negative int; ParamError otherwise."""
+    if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
+        raise ParamError(f"{name}: 'axis' must be an int, got {axis!r}")
+    a = operator.index(axis)
+    if not -max(ndim, 1) <= a < max(ndim, 1):
+        raise ParamError(f"{name}: 'axis' must be in [{-ndim}, {ndim - 1}] for an input of rank "
+                         f"{ndim}, got {a}")
+    return a % max(ndim, 1)
+
+
+def _int(name: str, arg: str, value, low: int | None = None) -> int:
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise ParamError(f"{name}: '{arg}' must be an int, got {value!r}")
+    v = operator.index(value)
+    if low is not None and v < low:
+        raise ParamError(f"{name}: '{arg}' must be >= {low}, got {v}")
+    if abs(v) >= _BIG:
+        raise ParamError(f"{name}: '{arg}' must be below 2**30 in magnitude, got {v}")
+    return v
+
+
+def _oai(x, axis: int):
+    """``x`` as [O, A, I] around ``axis`` (a reshape)."""
+    s = x.shape
+    return x.reshape(math.prod(s[:axis]), s[axis], math.prod(s[axis + 1:]))
+
+
+def _along(the_op, x, axis: int, size: int, **params):
+    """Runs an [O, A, I] -> [O, T, I] kernel along ``axis``; the result has ``size`` there."""
+    out = the_op.kernel(_oai(x, axis), **params)
+    return out.reshape(x.shape[:axis] + (size,) + x.shape[axis + 1:])
+
+
+def _inputs(name: str, arrays, arg: str = "arrays"):
+    """A non-empty sequence of arrays of one dtype (Tensors if any is one)."""
+    if isinstance(arrays, np.ndarray) or not isinstance(arrays, (list, tuple)) or not arrays:
+        raise ParamError(f"{name}: '{arg}' must be a non-empty list or tuple of arrays")
+    arrs = [as_array(a, name, f"{arg}[{i}]") for i, a in enumerate(arrays)]
+    if traced(arrs):
+        arrs = as_traced(arrs)
+    dts = {a.dtype for a in arrs}
+    if len(dts) > 1:
+        raise DtypeError(f"{name}: the arrays have different dtypes {sorted(d.name for d in dts)};"
+                         f" cast them to one dtype first ({name} does not promote)")
+    return arrs
+
+
+def bcast(a, shape):
+    """``a`` broadcast to ``shape``: a stride-0 view of an array, a view node of a Tensor."""
+    if isinstance(a, np.ndarray):
+        return np.broadcast_to(a, shape)
+    return a.broadcast_to(shape)
+
+
+def _tree(fn, items):
+    """Combines ``items`` pairwise in a balanced tree (log2(n) passes over the data)."""
+    while len(items) > 1:
+        items = [fn(items[i], items[i + 1]) if i + 1 < len(items) else items[i]
+                 for i in range(0, len(items), 2)]
+    return items[0]
+
+
+def _ref_oai(fn):
+    """A kernel reference for an [O, A, I] op: ``fn`` along axis 1."""
+    return lambda x, **p: fn(np.asarray(x), axis=1, **p)
+
+
+# -- concat and stack ----------------------------------------------------------------------------
+
+def _concat_frontend(arrays, axis=0):
+    """Joins arrays along an existing axis (``np.concatenate``; ``axis=None`` flattens them)."""
+    name = "concat"
+    arrs = _inputs(name, arrays)
+    if axis is None:
+        arrs, axis = [a.reshape(-1) for a in arrs], 0
+    nd = arrs[0].ndim
+    if nd == 0 or any(a.ndim != nd for a in arrs):
+        raise ShapeError(f"concat: the arrays must have the same rank >= 1, got shapes "
+                         f"{[a.shape for a in arrs]}")
+    ax = _axis(name, axis, nd)
+    for i, a in enumerate(arrs):
+        if a.shape[:ax] + a.shape[ax + 1:] != arrs[0].shape[:ax] + arrs[0].shape[ax + 1:]:
+            raise ShapeError(f"concat: arrays[{i}] has shape {a.shape} but arrays[0] has "
+                             f"{arrs[0].shape}; all axes but axis {ax} must match")
+    lead, tail = arrs[0].shape[:ax], arrs[0].shape[ax + 1:]
+    o, inner = math.prod(lead), math.prod(tail)
+    flat = [a.reshape(o, a.shape[ax] * inner) for a in arrs]
+    if len(flat) == 1:
+        flat = [flat[0], None]
+    out = _tree(lambda a, b: a if b is None else concat.kernel(a, b), flat)
+    return out.reshape(lead + (out.shape[1] // inner,) + tail)
+
+
+@op(category="layout", inputs={"a": "O A", "b": "O B"}, output="O S", dtypes=ANY,
+    reference=lambda arrays, axis=0: np.concatenate(arrays, axis=axis),
+    kernel_reference=lambda a, b: np.concatenate([a, b], axis=1), frontend=_concat_frontend,
+    derive=lambda d, p: {"S": d["A"] + d["B"]}, example={"O": 64, "A": 100, "B": 60})
+def concat(a, b, *, dims):
+    """[O, A] and [O, B] side by side: [O, A + B]."""
+    s, o = hl.Var("s"), hl.Var("o")
+    out = hl.Func("out")
+    out[s, o] = hl.select(s < dims.A, a[hl.min(s, dims.A - 1), o],
+                          b[hl.max(s - dims.A, 0), o])
+    return out
+
+
+def _stack_frontend(arrays, axis=0):
+    """Joins arrays of one shape along a new axis (``np.stack``)."""
+    name = "stack"
+    arrs = _inputs(name, arrays)
+    shape = arrs[0].shape
+    for i, a in enumerate(arrs):
+        if a.shape != shape:
+            raise ShapeError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has {shape};"
+                             " all must have the same shape")
+    ax = _axis(name, axis, len(shape) + 1)
+    o, inner = math.prod(shape[:ax]), math.prod(shape[ax:])
+    flat = [a.reshape(o, inner) for a in arrs]
+    if len(flat) == 1:                  # a copy with the new axis
+        return tile.kernel(flat[0].reshape(o, 1, inner)).reshape(shape[:ax] + (1,) + shape[ax:])
+    pairs = [stack.kernel(flat[i], flat[i + 1]).reshape(o, 2 * inner)
+             for i in range(0, len(flat) - 1, 2)]
+    if len(flat) % 2:
+        pairs.append(flat[-1])
+    out = _tree(lambda a, b: concat.kernel(a, b), pairs)
+    return out.reshape(shape[:ax] + (len(arrs),) + shape[ax:])
+
+
+@op(category="layout", inputs={"a": "O I", "b": "O I"}, output="O T I", dtypes=ANY,
+    reference=lambda arrays, axis=0: np.stack(arrays, axis=axis),
+    kernel_reference=lambda a, b: np.stack([a, b], axis=1), frontend=_stack_frontend,
+    derive=lambda d, p: {"T": 2}, example={"O": 64, "I": 100})
+def stack(a, b, *, dims):
+    """[O, I] and [O, I] interleaved along a new middle axis: [O, 2, I]."""
+    i, t, o = hl.Var("i"), hl.Var("t"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, t, o] = hl.select(t == 0, a[i, o], b[i, o])
+    return out
+
+
+# -- split ---------------------------------------------------------------------------------------
+
+def _split_bounds(name, n: int, indices_or_sections):
+    if isinstance(indices_or_sections, (list, tuple, np.ndarray)):
+        cuts = [_int(name, "indices_or_sections", c) for c in indices_or_sections]
+        cuts = [min(max(c + n if c < 0 else c, 0), n) for c in cuts]
+        edges = [0] + cuts + [n]
+        return [(a, max(b, a)) for a, b in zip(edges[:-1], edges[1:])]
+    k = _int(name, "indices_or_sections", indices_or_sections, low=1)
+    if n % k:
+        raise ParamError(f"split: {k} sections do not divide an axis of {n} equally (np.split); "
+                         f"give a list of split indices instead")
+    return [(j * (n // k), (j + 1) * (n // k)) for j in range(k)]
+
+
+def _split_frontend(x, indices_or_sections, axis=0):
+    """Splits ``x`` into a tuple of arrays along ``axis`` (``np.split``): an int ``k`` gives ``k``
+    equal pieces; a list gives the cut indices. Each piece is a new array."""
+    name = "split"
+    x = as_array(x, name, "x")
+    if x.ndim == 0:
+        raise ShapeError("split: x must have at least one axis")
+    ax = _axis(name, axis, x.ndim)
+    pieces = []
+    for start, stop in _split_bounds(name, x.shape[ax], indices_or_sections):
+        if stop == start:
+            if traced([x]):
+                raise ShapeError("split: an empty piece cannot be part of a traced program")
+            pieces.append(np.empty(x.shape[:ax] + (0,) + x.shape[ax + 1:], x.dtype))
+            continue
+        pieces.append(_along(split, x, ax, stop - start, start=start, length=stop - start))
+    return tuple(pieces)
+
+
+def _split_validate(d, p):
+    if p["start"] + p["length"] > d["A"]:
+        raise ShapeError(f"split: the piece [{p['start']}, {p['start'] + p['length']}) does not "
+                         f"fit an axis of {d['A']}")
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O L I", dtypes=ANY,
+    params=[Param("start", int, 0, low=0, high=_BIG, doc="first index of the piece"),
+            Param("length", int, 1, low=1, high=_BIG, doc="length of the piece")],
+    reference=lambda x, indices_or_sections, axis=0: tuple(np.split(x, indices_or_sections,
+                                                                    axis)),
+    kernel_reference=lambda x, start=0, length=1: x[:, start:start + length],
+    frontend=_split_frontend, validate=_split_validate,
+    derive=lambda d, p: {"L": p["length"]}, example=_OAI)
+def split(x, *, start, length, dims):
+    """One piece of a split: x[:, start:start + length, :]."""
+    i, ll, o = hl.Var("i"), hl.Var("l"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, ll, o] = x[i, ll + start, o]
+    return out
+
+
+# -- pad -----------------------------------------------------------------------------------------
+
+_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _pad_pairs(name, pad, ndim):
+    if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > ndim:
+        raise ParamError(f"{name}: 'pad' must be a tuple of (before, after) pairs, last axis "
+                         f"first, at most {ndim} pairs for rank {ndim}; got {pad!r}")
+    vals = [_int(name, "pad", v, low=0) for v in pad]
+    return {ndim - 1 - j: (vals[2 * j], vals[2 * j + 1]) for j in range(len(vals) // 2)}
+
+
+def _pad_frontend(x, pad, mode="constant", value=0.0):
+    """Pads ``x`` like ``torch.nn.functional.pad``: ``pad = (left, right, top, bottom, ...)``
+    from the last axis backwards. ``mode``: ``"constant"`` (``value``), ``"reflect"`` (mirror
+    without repeating the edge; each pad < the axis), ``"replicate"`` (edge repeated) or
+    ``"circular"`` (wrap around; each pad <= the axis). Negative (cropping) pads are refused."""
+    name = "pad"
+    x = as_array(x, name, "x")
+    if mode not in _MODES:
+        raise ParamError(f"pad: 'mode' must be one of {list(_MODES)}, got {mode!r}")
+    pairs = _pad_pairs(name, pad, x.ndim)
+    todo = [(a, p) for a, p in sorted(pairs.items(), reverse=True) if p != (0, 0)] or \
+        [(x.ndim - 1, (0, 0))]
+    for a, (before, after) in todo:
+        x = _along(globals()["pad"], x, a, x.shape[a] + before + after, before=before, after=after,
+                   mode=mode, value=float(value))
+    return x
+
+
+def _pad_validate(d, p):
+    n, lo, hi = d["A"], p["before"], p["after"]
+    if p["mode"] == "reflect" and max(lo, hi) >= n:
+        raise ParamError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the axis ({n})")
+    if p["mode"] == "circular" and max(lo, hi) > n:
+        raise ParamError(f"pad: circular padding ({lo}, {hi}) must be at most the axis ({n})")
+
+
+def _pad_kernel_ref(x, before=0, after=0, mode="constant", value=0.0):
+    np_mode = {"replicate": "edge", "circular": "wrap"}.get(mode, mode)
+    kw = {"constant_values": value} if mode == "constant" else {}
+    return np.pad(x, ((0, 0), (before, after), (0, 0)), mode=np_mode, **kw)
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O P I", dtypes=ANY,
+    params=[Param("before", int, 0, low=0, high=_BIG, doc="elements added before"),
+            Param("after", int, 0, low=0, high=_BIG, doc="elements added after"),
+            Param("mode", str, "constant", choices=_MODES, doc="how new elements are filled"),
+            Param("value", float, 0.0, doc="the fill of constant padding")],
+    reference=lambda x, pad, mode="constant", value=0.0: _pad_frontend(x, pad, mode, value),
+    kernel_reference=_pad_kernel_ref, frontend=_pad_frontend, validate=_pad_validate,
+    derive=lambda d, p: {"P": d["A"] + p["before"] + p["after"]}, example=_OAI)
+def pad(x, *, before, after, mode, value, dims):
+    """Padding of the middle axis of [O, A, I] by ``before`` and ``after`` elements."""
+    i, p, o = hl.Var("i"), hl.Var("p"), hl.Var("o")
+    n = dims.A
+    q = p - before
+    if mode == "reflect":
+        period = hl.max(2 * n - 2, 1)
+        m = q % period                      # Halide's % is Euclidean: never negative
+        src = hl.select(m < n, m, period - m)
+    elif mode == "circular":
+        src = q % n
+    else:
+        src = q
+    src = hl.clamp(src, 0, n - 1)
+    val = x[i, src, o]
+    out = hl.Func("out")
+    if mode == "constant":
+        fill = hl.cast(x.type(), hl.f64(value)) if not x.type().is_bool() else \
+            hl.cast(hl.Bool(), value != 0)
+        val = hl.select((q >= 0) & (q < n), val, fill)
+    out[i, p, o] = val
+    return out
+
+
+# -- tile, repeat, flip, roll --------------------------------------------------------------------
+
+def _reps(name, reps, ndim):
+    items = tuple(reps) if isinstance(reps, (list, tuple)) else (reps,)
+    items = tuple(_int(name, "reps", r, low=1) for r in items)
+    return (1,) * (ndim - len(items)) + items
+
+
+def _tile_frontend(x, reps):
+    """Repeats the whole of ``x`` ``reps`` times per axis (``np.tile``; reps >= 1)."""
+    name = "tile"
+    x = as_array(x, name, "x")
+    reps = _reps(name, reps, x.ndim)
+    if len(reps) > x.ndim:
+        x = x.reshape((1,) * (len(reps) - x.ndim) + x.shape)
+    todo = [a for a, r in enumerate(reps) if r > 1] or [x.ndim - 1]
+    for a in todo:
+        x = _along(tile, x, a, x.shape[a] * reps[a], reps=reps[a])
+    return x
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O T I", dtypes=ANY,
+    params=[Param("reps", int, 1, low=1, high=_BIG, doc="copies along the axis")],
+    reference=lambda x, reps: np.tile(x, reps),
+    kernel_reference=lambda x, reps=1: np.tile(x, (1, reps, 1)), frontend=_tile_frontend,
+    derive=lambda d, p: {"T": d["A"] * p["reps"]}, example=_OAI)
+def tile(x, *, reps, dims):
+    """The middle axis of [O, A, I] repeated as a whole: out[:, t] = x[:, t % A]."""
+    i, t, o = hl.Var("i"), hl.Var("t"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, t, o] = x[i, t % dims.A, o]
+    return out
+
+
+def _repeat_frontend(x, repeats, axis=None):
+    """Repeats each element ``repeats`` times along ``axis`` (``np.repeat`` with an int
+    ``repeats`` >= 1; ``axis=None`` repeats the flattened array)."""
+    name = "repeat"
+    x = as_array(x, name, "x")
+    r = _int(name, "repeats", repeats, low=1)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    ax = _axis(name, axis, x.ndim)
+    return _along(repeat, x, ax, x.shape[ax] * r, repeats=r)
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O T I", dtypes=ANY,
+    params=[Param("repeats", int, 1, low=1, high=_BIG, doc="copies of each element")],
+    reference=lambda x, repeats, axis=None: np.repeat(x, repeats, axis),
+    kernel_reference=lambda x, repeats=1: np.repeat(x, repeats, axis=1),
+    frontend=_repeat_frontend, derive=lambda d, p: {"T": d["A"] * p["repeats"]}, example=_OAI)
+def repeat(x, *, repeats, dims):
+    """Each element of the middle axis repeated: out[:, t] = x[:, t // repeats]."""
+    i, t, o = hl.Var("i"), hl.Var("t"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, t, o] = x[i, t / repeats, o]
+    return out
+
+
+def _axes_list(name, axis, ndim):
+    if axis is None:
+        return list(range(ndim))
+    items = axis if isinstance(axis, (list, tuple)) else (axis,)
+    out = sorted({_axis(name, a, ndim) for a in items})
+    if len(out) != len(items):
+        raise ParamError(f"{name}: 'axis' repeats an axis: {axis!r}")
+    return out
+
+
+def _runs(axes):
+    """Adjacent axes grouped: flipping a run of adjacent axes is reversing their merged axis."""
+    runs = []
+    for a in axes:
+        if runs and runs[-1][-1] == a - 1:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    return runs
+
+
+def _flip_frontend(x, axis=None):
+    """Reverses the order of elements along ``axis`` (``np.flip``; None: every axis). Returns a
+    new array."""
+    name = "flip"
+    x = as_array(x, name, "x")
+    if x.ndim == 0:
+        return flip.kernel(x.reshape(1, 1, 1)).reshape(())
+    shape = x.shape
+    for run in _runs(_axes_list(name, axis, x.ndim)) or [[x.ndim - 1]]:
+        a, b = run[0], run[-1] + 1
+        merged = x.reshape(math.prod(shape[:a]), math.prod(shape[a:b]), math.prod(shape[b:]))
+        x = flip.kernel(merged).reshape(shape)
+    return x
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
+    reference=lambda x, axis=None: np.flip(x, axis).copy(),
+    kernel_reference=lambda x: x[:, ::-1].copy(), frontend=_flip_frontend, example=_OAI)
+def flip(x, *, dims):
+    """The middle axis of [O, A, I] reversed."""
+    i, a, o = hl.Var("i"), hl.Var("a"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, a, o] = x[i, dims.A - 1 - a, o]
+    return out
+
+
+def _roll_frontend(x, shift, axis=None):
+    """Rolls elements along ``axis`` (``np.roll``): the element at ``j`` moves to
+    ``(j + shift) % n``; ``axis=None`` rolls the flattened array. ``shift`` and ``axis`` may be
+    tuples of the same length."""
+    name = "roll"
+    x = as_array(x, name, "x")
+    shape = x.shape
+    if axis is None:
+        x, pairs = x.reshape(-1), [(0, shift)]
+    else:
+        axes = axis if isinstance(axis, (list, tuple)) else (axis,)
+        shifts = shift if isinstance(shift, (list, tuple)) else (shift,) * len(axes)
+        if len(shifts) != len(axes):
+            raise ParamError(f"roll: 'shift' {shift!r} and 'axis' {axis!r} differ in length")
+        pairs = list(zip(axes, shifts))
+    total: dict[int, int] = {}
+    for a, s in pairs:
+        a = _axis(name, a, x.ndim)
+        total[a] = total.get(a, 0) + _int(name, "shift", s)
+    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
+        [(x.ndim - 1, 0)]
+    for a, s in todo:
+        x = _along(roll, x, a, x.shape[a], shift=s)
+    return x.reshape(shape)
+
+
+@op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
+    params=[Param("shift", int, 0, low=0, high=_BIG, doc="positions to roll, in [0, A)")],
+    reference=lambda x, shift, axis=None: np.roll(x, shift, axis),
+    kernel_reference=lambda x, shift=0: np.roll(x, shift, axis=1), frontend=_roll_frontend,
+    example=_OAI)
+def roll(x, *, shift, dims):
+    """The middle axis of [O, A, I] rolled: out[:, a] = x[:, (a - shift) mod A]."""
+    i, a, o = hl.Var("i"), hl.Var("a"), hl.Var("o")
+    out = hl.Func("out")
+    out[i, a, o] = x[i, (a - shift) % dims.A, o]
+    return out
