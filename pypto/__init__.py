@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from . import ops
+from .autodiff import def_gradient, grad, value_and_grad, vjp
 from .bench.profile import profile
 from .compiler.targets import target
 from .database import add_path as add_schedule_path
@@ -29,6 +30,7 @@ __all__ = [
     "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
     "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
-    "add_schedule_path", "check_graph", "cond", "explain", "fuse", "get_op", "jit", "list_ops",
-    "op", "ops", "profile", "register_op", "spec", "target", "target_specific", "tune",
+    "add_schedule_path", "check_graph", "cond", "def_gradient", "explain", "fuse", "get_op",
+    "grad", "jit", "list_ops", "op", "ops", "profile", "register_op", "spec", "target",
+    "target_specific", "tune", "value_and_grad", "vjp",
 ]

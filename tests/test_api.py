@@ -12,9 +12,10 @@ def test_public_api_is_pinned():
         "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
         "Param", "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
-        "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond", "explain",
-        "fuse", "get_op", "jit", "list_ops", "op", "ops", "profile", "register_op", "spec",
-        "target", "target_specific", "tune"])
+        "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond",
+        "def_gradient", "explain", "fuse", "get_op", "grad", "jit", "list_ops", "op", "ops",
+        "profile", "register_op", "spec",
+        "target", "target_specific", "tune", "value_and_grad", "vjp"])
     for name in pypto.__all__:
         assert hasattr(pypto, name), name
 

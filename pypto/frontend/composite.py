@@ -20,6 +20,9 @@ from .jit import JitFunction, _op_name
 
 
 _GPU = {"cuda", "opencl", "vulkan", "metal"}
+#: Plug-in point of pypto.autodiff (a layer above): fn(op, impl, args, kwargs) runs an inlined
+#: call and remembers it when the op has a user-defined gradient.
+_call_hook = None
 #: Target families an implementation can be registered for (tags of ``targets.family``).
 _FAMILIES = _GPU | {"x86", "arm", "avx2", "avx512", "sse41", "wasm", "riscv", "powerpc"}
 
@@ -85,6 +88,8 @@ class CompositeOp:
         self._check(args)
         impl = self.implementation()
         if T.current() is not None:       # inside another program: inline
+            if _call_hook is not None:    # autodiff keeps a call with a user gradient as one unit
+                return _call_hook(self, impl, args, kwargs)
             return impl(*args, **kwargs)
         key = getattr(impl, "__qualname__", "fn")
         jf = self._jits.get(key)

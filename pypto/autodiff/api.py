@@ -1,0 +1,218 @@
+"""``pypto.grad``, ``pypto.value_and_grad`` and ``pypto.vjp``.
+
+Each builds one program that runs the function on Tensors, then its backward
+(:func:`~pypto.autodiff.core.backward`), and compiles it with ``@pypto.jit`` machinery
+(``fullgraph=True``): the forward and backward lower to fused pipelines, compiled once per
+signature and replayed after. Forward values the backward needs are computed in the same
+pipelines, so they are kept or recomputed as the fusion decides; nothing is stored between calls.
+
+They accept plain functions of PyPTO ops, ``@pypto.jit`` functions and composite ops, and
+compose with tracing: called inside a traced function they record into it (so ``grad`` of a
+function that calls ``grad`` works where every rule involved has a rule of its own).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import GraphBreakError, NotDifferentiableError, ShapeError, TraceError
+from ..frontend import tensor as T
+from ..frontend.jit import JitFunction, _result_structure
+from . import shapes
+from .core import backward, is_float
+
+_programs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _label(fn) -> str:
+    return getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
+
+
+def _argnums(argnums, n: int, label: str) -> tuple[int, ...]:
+    items = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    out = []
+    for a in items:
+        if isinstance(a, bool) or not isinstance(a, int) or not -n <= a < n:
+            raise TraceError(f"grad({label}): argnums {argnums!r} must name positional arguments "
+                             f"among the {n} given")
+        out.append(a % n)
+    return tuple(out)
+
+
+def _program(fn, mode: str, argnums) -> JitFunction:
+    """The jitted forward+backward program of ``fn`` (cached per function)."""
+    key = (mode, argnums)
+    try:
+        per_fn = _programs.setdefault(fn, {})
+    except TypeError:          # not weak-referenceable: build afresh (kernels are still cached)
+        per_fn = {}
+    prog = per_fn.get(key)
+    if prog is None:
+        label = _label(fn)
+
+        def program(args, cts):
+            return _traced(fn, label, mode, argnums, args, cts)
+
+        program.__name__ = f"{mode}_{label}"
+        prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}")
+    return prog
+
+
+def _traced(fn, label, mode, argnums, args, cts):
+    """Runs inside a trace: the function, then its backward; returns (outputs, gradients)."""
+    ctx = T.current()
+    wrt = []
+    for i in argnums:
+        a = args[i]
+        if not isinstance(a, T.Tensor):
+            raise NotDifferentiableError(
+                f"{mode}({label}): argument #{i} is {type(a).__name__}, not an array; "
+                f"differentiate with respect to array arguments (argnums)")
+        if not is_float(a.dtype):
+            raise NotDifferentiableError(
+                f"{mode}({label}): argument #{i} has dtype {a.dtype.name}; gradients are taken "
+                f"with respect to float arrays")
+        wrt.append(a)
+    start = len(ctx.nodes)
+    try:
+        result = fn(*args)
+    except GraphBreakError as e:
+        raise GraphBreakError(f"{mode}({label}): the function must trace as one program (its "
+                              f"backward is compiled with it), but it needs a Python value: "
+                              f"{e}") from None
+    nodes = ctx.nodes[start:]
+    struct, leaves = _result_structure(result)
+    outs = [x for x in leaves if isinstance(x, T.Tensor)]
+    if not outs:
+        raise TraceError(f"{mode}({label}): the function returns no traced value")
+    for k, o in enumerate(outs):
+        if not is_float(o.dtype):
+            raise NotDifferentiableError(
+                f"{mode}({label}): output #{k} has dtype {o.dtype.name} (from "
+                f"{o.node.describe()} at {o.where}); only float outputs can be differentiated")
+    if mode in ("grad", "value_and_grad"):
+        if len(outs) != 1 or outs[0].size != 1:
+            shape = outs[0].shape if len(outs) == 1 else f"{len(outs)} outputs"
+            raise ShapeError(f"{mode}({label}): the function must return one scalar (size-1) "
+                             f"value, got {shape}; use pypto.vjp for other outputs")
+        cts = [shapes.ones(outs[0].shape, outs[0].dtype)]
+    else:
+        cts = [c if isinstance(c, T.Tensor) else T.as_tensor(c) for c in cts]
+    grads = backward(nodes, wrt, outs, cts)
+    grads = [g if g is None or g.shape == w.shape else g.reshape(w.shape)
+             for g, w in zip(grads, wrt)]
+    return result, grads
+
+
+def _finish(grads, args, argnums, nested: bool):
+    """Zeros where no gradient reached an argument; copies where one is an argument itself."""
+    out = []
+    for g, i in zip(grads, argnums):
+        a = args[i]
+        if g is None:
+            g = shapes.zeros(a.shape, a.dtype) if nested else np.zeros(np.shape(a),
+                                                                         dtype=a.dtype)
+        elif not nested and any(g is x for x in args):
+            g = np.array(g)
+        out.append(g)
+    return out
+
+
+def _check_args(args, label):
+    for i, a in enumerate(args):
+        if type(a).__module__.partition(".")[0] == "torch":
+            raise TraceError(f"grad({label}): argument #{i} is a torch tensor; pass "
+                             f"t.detach().numpy(), or use pypto.torch.op for autograd")
+
+
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """``fn``'s value and its gradient with respect to the arguments ``argnums``.
+
+    ``fn`` must return one scalar (size-1) float value. The gradient is one array (``argnums``
+    an int) or a tuple of arrays.
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> f = pypto.value_and_grad(lambda x: (x * x).sum())
+        >>> v, g = f(np.array([1.0, 2.0], np.float32))   # doctest: +SKIP
+        >>> g.tolist()                                    # doctest: +SKIP
+        [2.0, 4.0]
+    """
+    single = isinstance(argnums, int)
+    label = _label(fn)
+
+    @functools.wraps(fn)
+    def run(*args):
+        _check_args(args, label)
+        nums = _argnums(argnums, len(args), label)
+        nested = T.current() is not None
+        value, grads = _program(fn, "value_and_grad", nums)(tuple(args), None)
+        grads = _finish(grads, args, nums, nested)
+        return value, (grads[0] if single else tuple(grads))
+
+    return run
+
+
+def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The gradient of ``fn`` (one scalar float output) with respect to ``argnums``.
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> df = pypto.grad(lambda x: pypto.ops.tanh(x).sum())
+        >>> df(np.zeros(3, np.float32)).tolist()          # doctest: +SKIP
+        [1.0, 1.0, 1.0]
+    """
+    vg = value_and_grad(fn, argnums)
+
+    @functools.wraps(fn)
+    def run(*args):
+        return vg(*args)[1]
+
+    return run
+
+
+def vjp(fn: Callable, *args):
+    """``(outputs, vjp_fn)``: ``fn(*args)`` and a function mapping output gradients (one per
+    output, same shapes and dtypes) to one gradient per argument (None for non-array ones).
+
+    ``vjp_fn`` runs the forward again inside the backward program, fused with it, so nothing
+    from this call is held in memory.
+    """
+    label = _label(fn)
+    _check_args(args, label)
+    nested = T.current() is not None
+    nums = tuple(i for i, a in enumerate(args) if _is_float_array(a))
+    outputs = fn(*args) if nested else JitFunction(fn, name=label)(*args) \
+        if not isinstance(fn, JitFunction) else fn(*args)
+    struct, leaves = _result_structure(outputs)
+    out_leaves = [x for x in leaves if hasattr(x, "shape")]
+
+    def vjp_fn(*cts):
+        if len(cts) == 1 and isinstance(cts[0], (tuple, list)) and len(out_leaves) > 1:
+            cts = tuple(cts[0])
+        if len(cts) != len(out_leaves):
+            raise ShapeError(f"vjp({label}): give one output gradient per output "
+                             f"({len(out_leaves)}), got {len(cts)}")
+        checked = []
+        for k, (c, o) in enumerate(zip(cts, out_leaves)):
+            c = c if isinstance(c, T.Tensor) else np.asarray(c)
+            if tuple(c.shape) != tuple(o.shape) or np.dtype(c.dtype) != np.dtype(o.dtype):
+                raise ShapeError(f"vjp({label}): output gradient #{k} has shape {tuple(c.shape)} "
+                                 f"and dtype {np.dtype(c.dtype).name}; output #{k} has "
+                                 f"{tuple(o.shape)} {np.dtype(o.dtype).name}")
+            checked.append(c)
+        _, grads = _program(fn, "vjp", nums)(tuple(args), list(checked))
+        grads = iter(_finish(grads, args, nums, nested))
+        return tuple(next(grads) if i in nums else None for i in range(len(args)))
+
+    return outputs, vjp_fn
+
+
+def _is_float_array(a) -> bool:
+    dt = getattr(a, "dtype", None)
+    return dt is not None and hasattr(a, "shape") and np.dtype(dt).kind == "f"
+

@@ -1,0 +1,185 @@
+"""Reverse mode over a recorded trace: the backward pass as more traced ops.
+
+:func:`backward` walks the nodes a function recorded, last to first, and calls each node's rule
+(:mod:`pypto.autodiff.rules`, or a ``@pypto.def_gradient`` override) on the output gradients.
+Rules record PyPTO ops into the same trace, so the forward and the backward become one program:
+under ``@pypto.jit`` the forward values the backward reads are fused or recomputed like any other
+intermediate, and nothing is kept that the backward does not need.
+
+Only *active* values are followed: those that depend on an argument being differentiated. Integer
+and bool values carry no gradient. When a gradient would have to pass through one (a cast of a
+comparison, an index from argmax), the op that made it decides: a comparison or logical op is a
+constant mask (nothing flows back, as in PyTorch), while argmax, argmin and integer quantization
+raise :class:`~pypto.errors.NotDifferentiableError` naming the op and argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import NotDifferentiableError
+from ..frontend import tensor as T
+from . import shapes
+from .rules import RULES, ZERO, Call, NotDifferentiable
+
+
+def is_float(dtype) -> bool:
+    return np.dtype(dtype).kind == "f"
+
+
+def _key(t: T.Tensor) -> tuple[int, int]:
+    return (t.node.id, t.index)
+
+
+def _name(node: T.Node) -> str:
+    if node.kind == "op":
+        return node.op.name
+    if node.kind == "view":
+        return f"view:{node.aux[0]}"
+    return node.kind
+
+
+def _arg_names(node: T.Node) -> list[str]:
+    if node.kind == "op":
+        return [s.name for s in node.op.inputs]
+    return ["x"]
+
+
+class _Walk:
+    def __init__(self, nodes: Sequence[T.Node], wrt: Sequence[T.Tensor]):
+        self.nodes = list(nodes)
+        self.active: set[tuple[int, int]] = {_key(t) for t in wrt}
+        self.grads: dict[tuple[int, int], T.Tensor] = {}
+        self.touched: set[tuple[int, int]] = set()   # non-float values a gradient depends on
+        self.regions = _regions(self.nodes)
+        self._mark_active()
+
+    def _mark_active(self) -> None:
+        for n in self.nodes:
+            if any(_key(t) in self.active for t in n.inputs):
+                self.active.update((n.id, k) for k in range(len(n.outs)))
+
+    def add(self, t: T.Tensor, g) -> None:
+        k = _key(t)
+        if k not in self.active:
+            return
+        if not is_float(t.dtype):
+            self.touched.add(k)
+            return
+        if g is None:
+            return
+        if g.dtype != t.dtype:
+            g = g.astype(t.dtype)
+        old = self.grads.get(k)
+        self.grads[k] = g if old is None else old + g
+
+    def run(self) -> None:
+        done: set[int] = set()
+        for node in reversed(self.nodes):
+            if node.id in done or node.kind == "input":
+                continue
+            region = self.regions.get(node.id)
+            if region is not None and region.id not in done:
+                done.add(region.id)
+                done.update(region.node_ids)
+                self._region(region)
+                continue
+            self._node(node)
+
+    def _outputs(self, node: T.Node):
+        outs = [T.Tensor(node, k) for k in range(len(node.outs))]
+        dys = [self.grads.get((node.id, k)) for k in range(len(node.outs))]
+        touched = any((node.id, k) in self.touched for k in range(len(node.outs)))
+        return outs, dys, touched
+
+    def _node(self, node: T.Node) -> None:
+        outs, dys, touched = self._outputs(node)
+        if all(d is None for d in dys) and not touched:
+            return
+        live = [i for i, t in enumerate(node.inputs) if _key(t) in self.active]
+        if not live:
+            return
+        name = _name(node)
+        from .custom import CUSTOM
+
+        fn = CUSTOM.get(name) if node.kind == "op" else None
+        entry = fn or RULES.get(name)
+        if entry is ZERO:
+            return
+        if isinstance(entry, NotDifferentiable):
+            i = next((i for i in live if is_float(node.inputs[i].dtype)), live[0])
+            raise NotDifferentiableError(
+                f"{name} is not differentiable ({entry.why}): a gradient is asked through its "
+                f"argument '{_arg_names(node)[i]}' (at {node.where}). Compute it outside the "
+                f"differentiated function, or give it a gradient with "
+                f"@pypto.def_gradient(pypto.ops.{name})")
+        if all(d is None for d in dys):
+            if node.kind == "view" or (node.kind == "cast" and not is_float(node.inputs[0].dtype)):
+                for i in live:
+                    self.add(node.inputs[i], None)
+                return
+            raise NotDifferentiableError(
+                f"{name} gives a non-float value (at {node.where}) that a gradient depends on: "
+                f"the gradient cannot pass through it to argument "
+                f"'{_arg_names(node)[live[0]]}'. Compute it outside the differentiated function")
+        if entry is None:
+            raise NotDifferentiableError(
+                f"no gradient for op '{name}' (at {node.where}), needed for its argument "
+                f"'{_arg_names(node)[live[0]]}'. Define one with @pypto.def_gradient("
+                f"pypto.ops.{name}), or mark the argument non-differentiable: "
+                f"@pypto.def_gradient(op, nondiff=('{_arg_names(node)[live[0]]}',))")
+        dys = [d if d is not None else shapes.zeros(o.shape, o.dtype) for d, o in zip(dys, outs)]
+        params = dict(node.params)
+        if node.kind != "op":
+            params["aux"] = node.aux
+        call = Call(op=node.op, inputs=list(node.inputs), outs=outs, dys=dys, params=params,
+                    dims=dict(node.dims))
+        if fn is not None:
+            got = fn.apply_op(call, node, live)
+        else:
+            got = entry(call)
+        for i in live:
+            self.add(node.inputs[i], got[i])
+
+    def _region(self, region) -> None:
+        dys = [self.grads.get(_key(t)) for t in region.outputs]
+        if all(d is None for d in dys):
+            return
+        live = [i for i, a in enumerate(region.values)
+                if isinstance(a, T.Tensor) and _key(a) in self.active]
+        if not live:
+            return
+        dys = [d if d is not None else shapes.zeros(o.shape, o.dtype)
+               for d, o in zip(dys, region.outputs)]
+        got = region.rule.apply_composite(region, dys, live)
+        for i in live:
+            self.add(region.values[i], got[i])
+
+
+def _regions(nodes) -> dict[int, object]:
+    """Node id -> the outermost composite call (with a user gradient) that recorded it."""
+    if not nodes:
+        return {}
+    ctx = T.current()
+    found = getattr(ctx, "_pypto_autodiff_regions", []) if ctx is not None else []
+    ids = {n.id for n in nodes}
+    out: dict[int, object] = {}
+    for r in sorted(found, key=lambda r: -len(r.node_ids)):
+        if not r.node_ids or not r.node_ids <= ids:
+            continue
+        for i in r.node_ids:
+            out.setdefault(i, r)
+    return out
+
+
+def backward(nodes: Sequence[T.Node], wrt: Sequence[T.Tensor], outputs: Sequence[T.Tensor],
+             cts: Sequence[T.Tensor]) -> list:
+    """Gradients of ``outputs`` (weighted by ``cts``) with respect to ``wrt``, as Tensors of the
+    current trace (None where an argument does not reach any output)."""
+    walk = _Walk(nodes, wrt)
+    for t, ct in zip(outputs, cts):
+        walk.add(t, ct)
+    walk.run()
+    return [walk.grads.get(_key(t)) for t in wrt]

@@ -1,0 +1,76 @@
+"""The table of gradient rules, keyed by op name (``"view:reshape"`` and ``"cast"`` for views).
+
+A rule receives a :class:`Call` (the node's canonical input and output Tensors, its params and
+dims, and the output gradients ``dys``) and returns one gradient per input (None: no gradient,
+e.g. for an integer input). Rules are written with PyPTO ops on Tensors, so the backward is a
+traced program like any other and lowers to fused pipelines.
+
+Two markers stand for ops without a formula:
+
+* :data:`ZERO` -- the output is piecewise constant in the inputs (comparisons, logical ops):
+  nothing flows back, as in PyTorch and JAX, where masks are constants;
+* :class:`NotDifferentiable` -- asking for a gradient through the op is an error
+  (:class:`~pypto.errors.NotDifferentiableError`) naming the op and argument: argmax, argmin and
+  integer quantization.
+
+``@pypto.def_gradient`` (in :mod:`pypto.autodiff.custom`) overrides any entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+#: op name -> rule, ZERO, or a NotDifferentiable marker.
+RULES: dict[str, Any] = {}
+
+ZERO = "zero"
+
+
+@dataclasses.dataclass(frozen=True)
+class NotDifferentiable:
+    """Marks an op whose gradient is undefined; ``why`` ends the error message."""
+
+    why: str
+
+
+@dataclasses.dataclass
+class Call:
+    """One recorded op call as a rule sees it."""
+
+    op: Any
+    inputs: list
+    outs: list
+    dys: list
+    params: dict
+    dims: dict
+
+    @property
+    def dy(self):
+        return self.dys[0]
+
+    @property
+    def y(self):
+        return self.outs[0]
+
+
+def rule(*names: str) -> Callable:
+    """Registers the decorated function as the rule of each op in ``names``."""
+    def wrap(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return wrap
+
+
+def mark(value, *names: str) -> None:
+    for n in names:
+        RULES[n] = value
+
+
+def _load() -> None:
+    from . import elementwise, linalg, nn, reduce, views  # noqa: F401 - they register rules
+
+
+_load()

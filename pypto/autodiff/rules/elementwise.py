@@ -1,0 +1,230 @@
+"""Rules of the elementwise ops: closed forms on the flat [N] (unary) or [R, C] (binary) form.
+
+The frontends broadcast before the kernel call (a ``view:broadcast`` node), so a binary rule sees
+inputs of one shape; un-broadcasting happens in the broadcast view's rule.
+
+Choices where the math leaves one, as PyTorch makes them: ``relu``, ``abs`` and ``clip`` pass
+nothing at their kinks' left side (``relu'(0) = 0``, ``abs'(0) = 0``, ``clip`` passes where
+``min <= x <= max``); ``maximum``/``minimum`` split the gradient evenly on ties; ``floor``,
+``ceil`` and ``round`` have zero gradient (use ``@pypto.def_gradient`` for a straight-through
+estimator).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ... import ops
+from .. import shapes
+from . import NotDifferentiable, ZERO, mark, rule
+
+
+def _unary(*names):
+    """Registers ``fn(x, y, dy, params) -> dx`` as a one-input rule."""
+    def wrap(fn):
+        return rule(*names)(lambda c: [fn(c.inputs[0], c.y, c.dy, c.params)])
+    return wrap
+
+
+def _zero_like(t):
+    return shapes.zeros(t.shape, t.dtype)
+
+
+@_unary("neg")
+def _neg(x, y, dy, p):
+    return -dy
+
+
+@_unary("abs")
+def _abs(x, y, dy, p):
+    return ops.where(x > 0, dy, ops.where(x < 0, -dy, 0.0))
+
+
+@_unary("exp")
+def _exp(x, y, dy, p):
+    return dy * y
+
+
+@_unary("expm1")
+def _expm1(x, y, dy, p):
+    return dy * (y + 1.0)
+
+
+@_unary("log")
+def _log(x, y, dy, p):
+    return dy / x
+
+
+@_unary("log1p")
+def _log1p(x, y, dy, p):
+    return dy / (x + 1.0)
+
+
+@_unary("sqrt")
+def _sqrt(x, y, dy, p):
+    return dy * 0.5 / y
+
+
+@_unary("rsqrt")
+def _rsqrt(x, y, dy, p):
+    return dy * -0.5 * y * y * y
+
+
+@_unary("sin")
+def _sin(x, y, dy, p):
+    return dy * ops.cos(x)
+
+
+@_unary("cos")
+def _cos(x, y, dy, p):
+    return -dy * ops.sin(x)
+
+
+@_unary("tanh")
+def _tanh(x, y, dy, p):
+    return dy * (1.0 - y * y)
+
+
+@_unary("sigmoid")
+def _sigmoid(x, y, dy, p):
+    return dy * y * (1.0 - y)
+
+
+@_unary("relu")
+def _relu(x, y, dy, p):
+    return ops.where(x > 0, dy, 0.0)
+
+
+@_unary("leaky_relu")
+def _leaky_relu(x, y, dy, p):
+    return ops.where(x > 0, dy, dy * p["negative_slope"])
+
+
+def silu_grad(x):
+    """d silu / dx = s (1 + x (1 - s)) with s = sigmoid(x)."""
+    s = ops.sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+@_unary("silu")
+def _silu(x, y, dy, p):
+    return dy * silu_grad(x)
+
+
+@_unary("gelu")
+def _gelu(x, y, dy, p):
+    if p.get("approximate", "none") == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        t = ops.tanh(k * (x + 0.044715 * x * x * x))
+        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x)
+        return dy * d
+    cdf = 0.5 * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+    pdf = ops.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return dy * (cdf + x * pdf)
+
+
+@_unary("erf")
+def _erf(x, y, dy, p):
+    return dy * (2.0 / math.sqrt(math.pi)) * ops.exp(-(x * x))
+
+
+@_unary("floor", "ceil", "round")
+def _steps(x, y, dy, p):
+    return _zero_like(x)
+
+
+@_unary("clip")
+def _clip(x, y, dy, p):
+    keep = None
+    if p.get("min") is not None:
+        keep = x >= p["min"]
+    if p.get("max") is not None:
+        upper = x <= p["max"]
+        keep = upper if keep is None else keep & upper
+    return dy if keep is None else ops.where(keep, dy, 0.0)
+
+
+@_unary("square")
+def _square(x, y, dy, p):
+    return 2.0 * x * dy
+
+
+@_unary("reciprocal")
+def _reciprocal(x, y, dy, p):
+    return -dy * y * y
+
+
+@_unary("softplus")
+def _softplus(x, y, dy, p):
+    return dy * ops.sigmoid(x)
+
+
+# -- binary ----------------------------------------------------------------------------------------
+
+@rule("add")
+def _add(c):
+    return [c.dy, c.dy]
+
+
+@rule("sub")
+def _sub(c):
+    return [c.dy, -c.dy]
+
+
+@rule("mul")
+def _mul(c):
+    a, b = c.inputs
+    return [c.dy * b, c.dy * a]
+
+
+@rule("div")
+def _div(c):
+    a, b = c.inputs
+    return [c.dy / b, -c.dy * c.y / b]
+
+
+@rule("pow")
+def _pow(c):
+    a, b = c.inputs
+    da = c.dy * b * ops.pow(a, b - 1.0)
+    # d/db a**b = a**b log a; at a = 0 PyTorch takes the limit 0 (for b > 0): keep it finite.
+    db = ops.where(a > 0, c.dy * c.y * ops.log(ops.where(a > 0, a, 1.0)), 0.0)
+    return [da, db]
+
+
+def _extreme(c, wins):
+    a, b = c.inputs
+    tie = a == b
+    half = c.dy * 0.5
+    da = ops.where(tie, half, ops.where(wins, c.dy, 0.0))
+    db = ops.where(tie, half, ops.where(wins, 0.0, c.dy))
+    return [da, db]
+
+
+@rule("maximum")
+def _maximum(c):
+    return _extreme(c, c.inputs[0] > c.inputs[1])
+
+
+@rule("minimum")
+def _minimum(c):
+    return _extreme(c, c.inputs[0] < c.inputs[1])
+
+
+@rule("swiglu")
+def _swiglu(c):
+    x, y = c.inputs
+    return [c.dy * y * silu_grad(x), c.dy * ops.silu(x)]
+
+
+@rule("where")
+def _where(c):
+    cond = c.inputs[0]
+    return [None, ops.where(cond, c.dy, 0.0), ops.where(cond, 0.0, c.dy)]
+
+
+mark(ZERO, "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+     "logical_and", "logical_or", "logical_not")
+mark(NotDifferentiable("its output is integer-valued (quantization to int8/int16/uint8)"),
+     "quantize", "requantize")
+mark(NotDifferentiable("it takes integer inputs"), "dequantize", "quantized_matmul")

@@ -1,0 +1,246 @@
+"""Rules of the nn ops: softmax, the norms, convolutions, pooling, attention and lstm_cell.
+
+Convolutions (shapes as the op declares them; s stride, d dilation, p padding, K kernel):
+
+* input gradient: the output gradient spread by the stride (``dilate_axis``), padded by
+  d (K - 1) - p (plus the rows the forward's floor division dropped), convolved with the weights
+  flipped in space and transposed per group (O/G <-> C/G), dilation d;
+* weight gradient: a correlation of the input with the output gradient, as a grouped conv2d
+  whose "batch" is C/G, "channels" G * N and "kernel" the output gradient; the roles of stride
+  and dilation swap (stride d, dilation s) and the result is cropped to K.
+
+Pooling routes through the same transposed convolution (avg: a ones kernel per channel) or,
+for max, through masks: each output's gradient goes to the first maximum of its window in
+row-major order, as PyTorch's CPU kernel does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import ops
+from .. import shapes
+from . import rule
+
+
+# -- softmax and norms -----------------------------------------------------------------------------
+
+@rule("softmax")
+def _softmax(c):
+    y, dy = c.y, c.dy
+    return [y * (dy - (dy * y).sum(axis=1, keepdims=True))]
+
+
+@rule("log_softmax")
+def _log_softmax(c):
+    y, dy = c.y, c.dy
+    return [dy - ops.exp(y) * dy.sum(axis=1, keepdims=True)]
+
+
+@rule("layer_norm")
+def _layer_norm(c):
+    x, gamma, _ = c.inputs
+    dy = c.dy
+    xc = x - x.mean(axis=1, keepdims=True)
+    rstd = ops.rsqrt((xc * xc).mean(axis=1, keepdims=True) + c.params["eps"])
+    xhat = xc * rstd
+    g = dy * gamma
+    dx = rstd * (g - g.mean(axis=1, keepdims=True) - xhat * (g * xhat).mean(axis=1, keepdims=True))
+    return [dx, (dy * xhat).sum(axis=0), dy.sum(axis=0)]
+
+
+@rule("rms_norm")
+def _rms_norm(c):
+    x, gamma = c.inputs
+    dy = c.dy
+    r = ops.rsqrt((x * x).mean(axis=1, keepdims=True) + c.params["eps"])
+    g = dy * gamma
+    dx = r * g - x * (r * r * r) * (g * x).mean(axis=1, keepdims=True)
+    return [dx, (dy * x * r).sum(axis=0)]
+
+
+@rule("batch_norm")
+def _batch_norm(c):
+    """Inference batch norm: y = (x - mean) * rsqrt(var + eps) * gamma + beta, per channel."""
+    x, mean, var, gamma, _ = c.inputs
+    dy = c.dy
+    n_c = (1, x.shape[1], 1)
+    rstd = ops.rsqrt(var + c.params["eps"])
+    xc = x - mean.reshape(n_c)
+    scale = (gamma * rstd).reshape(n_c)
+    per_c = (dy * xc).sum(axis=(0, 2))
+    dsum = dy.sum(axis=(0, 2))
+    return [dy * scale, -dsum * gamma * rstd, per_c * gamma * (-0.5) * rstd * rstd * rstd,
+            per_c * rstd, dsum]
+
+
+# -- convolutions --------------------------------------------------------------------------------
+
+def conv_input_grad(dy, w, in_hw, stride, pad, dil, groups):
+    """d conv2d / d x: a stride-1 conv of the spread, padded ``dy`` with flipped, transposed ``w``."""
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    wt = w.reshape(groups, og, cg, kh, kw).transpose(0, 2, 1, 3, 4)
+    wt = shapes.flip_axes(wt.reshape(groups * cg, og, kh, kw), (2, 3))
+    e = dy
+    for axis, (n, k, s, p, d) in enumerate(zip(in_hw, (kh, kw), stride, pad, dil), start=2):
+        m = dy.shape[axis]
+        e = shapes.dilate_axis(e, axis, s)
+        rem = (n + 2 * p - d * (k - 1) - 1) - (m - 1) * s      # rows the floor division dropped
+        e = shapes.pad_axis(e, axis, d * (k - 1) - p, d * (k - 1) - p + rem)
+    zero = shapes.zeros((groups * cg,), dy.dtype)
+    return ops.conv2d.kernel(e, wt, zero, dil_h=dil[0], dil_w=dil[1], groups=groups)
+
+
+def conv_weight_grad(x, dy, k_hw, stride, pad, dil, groups):
+    """d conv2d / d w, as a grouped conv2d of the input with the output gradient."""
+    n, c, h, wd = x.shape
+    o = dy.shape[1]
+    cg = c // groups
+    xs = x.reshape(n, groups, cg, h, wd).transpose(2, 1, 0, 3, 4).reshape(cg, groups * n, h, wd)
+    ker = dy.transpose(1, 0, 2, 3)                             # [O, N, OH, OW]
+    zero = shapes.zeros((o,), dy.dtype)
+    r = ops.conv2d.kernel(xs, ker, zero, stride_h=dil[0], stride_w=dil[1], pad_h=pad[0],
+                          pad_w=pad[1], dil_h=stride[0], dil_w=stride[1], groups=groups)
+    r = r[:, :, :k_hw[0], :k_hw[1]]                           # [CG, O, KH, KW]
+    return r.transpose(1, 0, 2, 3)
+
+
+def _conv_params(p, dilation=True):
+    stride = (p["stride_h"], p["stride_w"])
+    pad = (p["pad_h"], p["pad_w"])
+    dil = (p["dil_h"], p["dil_w"]) if dilation else (1, 1)
+    return stride, pad, dil
+
+
+@rule("conv2d")
+def _conv2d(c):
+    x, w, _ = c.inputs
+    stride, pad, dil = _conv_params(c.params)
+    g = c.params["groups"]
+    dx = conv_input_grad(c.dy, w, x.shape[2:], stride, pad, dil, g)
+    dw = conv_weight_grad(x, c.dy, w.shape[2:], stride, pad, dil, g)
+    return [dx, dw, c.dy.sum(axis=(0, 2, 3))]
+
+
+@rule("depthwise_conv2d")
+def _depthwise(c):
+    x, w = c.inputs
+    stride, pad, dil = _conv_params(c.params, dilation=False)
+    ch = x.shape[1]
+    dx = conv_input_grad(c.dy, w, x.shape[2:], stride, pad, dil, ch)
+    dw = conv_weight_grad(x, c.dy, w.shape[2:], stride, pad, dil, ch)
+    return [dx, dw]
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+
+def _pool(p):
+    return (p["kernel_h"], p["kernel_w"]), (p["stride_h"], p["stride_w"]), (p["pad_h"], p["pad_w"])
+
+
+@rule("avg_pool2d")
+def _avg_pool(c):
+    x = c.inputs[0]
+    (kh, kw), stride, pad = _pool(c.params)
+    _, ch, h, wd = x.shape
+    oh, ow = c.dy.shape[2:]
+    if c.params["count_include_pad"] or pad == (0, 0):
+        scaled = c.dy * (1.0 / (kh * kw))
+    else:                         # each window's divisor counts its in-bounds pixels
+        rows = np.array([min(i * stride[0] - pad[0] + kh, h) - max(i * stride[0] - pad[0], 0)
+                         for i in range(oh)])
+        cols = np.array([min(j * stride[1] - pad[1] + kw, wd) - max(j * stride[1] - pad[1], 0)
+                         for j in range(ow)])
+        inv = (1.0 / (rows[:, None] * cols[None, :])).astype(x.dtype)
+        scaled = c.dy * inv
+    ones = shapes.ones((ch, 1, kh, kw), x.dtype)
+    return [conv_input_grad(scaled, ones, (h, wd), stride, pad, (1, 1), ch)]
+
+
+@rule("max_pool2d")
+def _max_pool(c):
+    x = c.inputs[0]
+    (kh, kw), (sh, sw), (ph, pw) = _pool(c.params)
+    _, _, h, wd = x.shape
+    oh, ow = c.dy.shape[2:]
+    xp = shapes.pad_axis(shapes.pad_axis(x, 2, ph, ph, -math.inf), 3, pw, pw, -math.inf)
+    hp, wp = xp.shape[2:]
+    total = None
+    taken = None
+    for a in range(kh):
+        for b in range(kw):
+            tap = xp[:, :, a:a + sh * (oh - 1) + 1:sh, b:b + sw * (ow - 1) + 1:sw]
+            hit = tap == c.y
+            if taken is not None:
+                hit = hit & ~taken
+            taken = hit if taken is None else taken | hit
+            part = ops.where(hit, c.dy, 0.0)
+            part = shapes.unslice(part, xp.shape, (0, 0, a, b), (1, 1, sh, sw))
+            total = part if total is None else total + part
+    return [total[:, :, ph:ph + h, pw:pw + wd]]
+
+
+# -- attention -------------------------------------------------------------------------------------
+
+@rule("scaled_dot_product_attention")
+def _sdpa(c):
+    """Recomputes the attention weights p = softmax(q k^T scale) and backpropagates through
+    out = p v."""
+    q, k, v = c.inputs
+    b, hh, s, d = q.shape
+    l, e = k.shape[2], v.shape[3]
+    scale = c.params.get("scale")
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    bh = b * hh
+    q2, k2, v2 = q.reshape(bh, s, d), k.reshape(bh, l, d), v.reshape(bh, l, e)
+    do = c.dy.reshape(bh, s, e)
+    bmm = ops.batch_matmul.kernel
+    scores = bmm(q2, k2.transpose(0, 2, 1)) * scale
+    p = ops.softmax.kernel(scores.reshape(bh * s, l)).reshape(bh, s, l)
+    dv = bmm(p.transpose(0, 2, 1), do)
+    dp = bmm(do, v2.transpose(0, 2, 1))
+    ds = p * (dp - (dp * p).sum(axis=2, keepdims=True)) * scale
+    dq = bmm(ds, k2)
+    dk = bmm(ds.transpose(0, 2, 1), q2)
+    return [dq.reshape(q.shape), dk.reshape(k.shape), dv.reshape(v.shape)]
+
+
+# -- lstm_cell -------------------------------------------------------------------------------------
+
+def _stack_columns(parts):
+    """[B, H] blocks side by side as [B, len(parts) * H] (a concat made of pads and adds)."""
+    hid = parts[0].shape[1]
+    n = len(parts)
+    out = None
+    for i, t in enumerate(parts):
+        t = shapes.pad_axis(t, 1, i * hid, (n - 1 - i) * hid)
+        out = t if out is None else out + t
+    return out
+
+
+@rule("lstm_cell")
+def _lstm_cell(c):
+    """Recomputes the gates (two matmuls), then the chain rule through
+    c' = f c + i g, h' = o tanh(c') with i, f, o sigmoids and g a tanh."""
+    x, h, cc, w_ih, w_hh, b_ih, b_hh = c.inputs
+    dh, dc = c.dys
+    c_new = c.outs[1]
+    hid = h.shape[1]
+    gates = ops.linear.kernel(x, w_ih, b_ih) + ops.linear.kernel(h, w_hh, b_hh)
+    i = ops.sigmoid(gates[:, 0:hid])
+    f = ops.sigmoid(gates[:, hid:2 * hid])
+    g = ops.tanh(gates[:, 2 * hid:3 * hid])
+    o = ops.sigmoid(gates[:, 3 * hid:])
+    tc = ops.tanh(c_new)
+    dct = dc + dh * o * (1.0 - tc * tc)
+    d_gates = _stack_columns([dct * g * i * (1.0 - i), dct * cc * f * (1.0 - f),
+                              dct * i * (1.0 - g * g), dh * tc * o * (1.0 - o)])
+    dx = ops.matmul.kernel(d_gates, w_ih)
+    dhp = ops.matmul.kernel(d_gates, w_hh)
+    dw_ih = ops.matmul.kernel(d_gates.T, x)
+    dw_hh = ops.matmul.kernel(d_gates.T, h)
+    db = d_gates.sum(axis=0)
+    return [dx, dhp, dct * f, dw_ih, dw_hh, db, db]
