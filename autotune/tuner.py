@@ -158,6 +158,16 @@ class Tuner:
         self.cfg = cfg
         self.say = say
         self.op = resolve_op(cfg.op)
+        if hasattr(self.op, "specialize"):
+            # A composite op: trace it at this shape into one graph op, written as data so that
+            # the workers rebuild the same program (`graph:PATH`).
+            from pypto.frontend import serial
+
+            gop = self.op.specialize(dict(cfg.shape), cfg.dtypes, dict(cfg.params))
+            cfg = self.cfg = dataclasses.replace(
+                cfg, op=serial.save(gop.graph, name=gop.name), params={},
+                shape={d: gop.call_dims[d] for d in gop.input_dims}, dtypes=gop.dtypes[0])
+            self.op = gop
         self.dtypes = tuple(cfg.dtypes) if cfg.dtypes else self.op.dtypes[0]
         if self.dtypes not in self.op.dtypes:
             raise PyptoError(f"{self.op.name}: dtypes {self.dtypes} not supported; "
@@ -446,7 +456,7 @@ class Tuner:
                                   timing=timing_for(attempt)).get("results")
 
             verdict = decide(table, winner, ["stored", "default"], remeasure)
-            message = verdict.rule
+            message = "database unchanged (the 'decided' line says why)"
         if verdict.store and not cfg.write_db:
             message = "not written (--no-write)"
         elif verdict.store:

@@ -70,7 +70,7 @@ class Entry:
     def to_json(self) -> dict:
         return {"key": self.key.to_json(), "schedule": self.schedule.to_json(),
                 "time_ms": self.time_ms, "baselines": dict(sorted(self.baselines.items())),
-                "provenance": self.provenance}
+                "provenance": dict(self.provenance)}  # a copy: the store keeps what it wrote
 
     @staticmethod
     def from_json(obj: Any, where: str) -> "Entry":

@@ -35,11 +35,12 @@ from ..infra.jsonio import dumps, strict_loads
 from ..schedule.directives import LIMITS
 from .entry import FAMILY_RE, FORMAT, OP_RE, Entry, Key
 
-#: Entries in one op file. Loading checks every entry (about 1 ms each here), so this bounds the
-#: first lookup of an op to a couple of seconds; the README's table has the measured curve.
-MAX_ENTRIES = 2048
+#: Entries in one op file. Loading checks every entry (1-3 ms each on this 2-core machine), so
+#: this bounds the first lookup of an op to a few seconds; the README has the measured curve.
+#: More shapes fit in more folders: databases stack on the search path.
+MAX_ENTRIES = 1024
 #: Bytes of one op file, checked before the file is read. A typical entry is 2-10 KB.
-MAX_FILE_BYTES = 16 << 20
+MAX_FILE_BYTES = 8 << 20
 #: Seconds a writer waits for another writer's lock on the same file.
 LOCK_TIMEOUT_S = 120.0
 

@@ -163,9 +163,11 @@ def test_tuning_on_opencl_stores_the_winner_under_the_opencl_family(tmp_path):
     from autotune.tuner import TuneConfig, Tuner
     from pypto.database import DirectoryDatabase
 
+    # No baselines: with no default timing to beat, the fastest candidate is stored whatever the
+    # noise (the noise rule itself is tested with a fake timer in test_verdict.py).
     cfg = TuneConfig(op="softmax", shape={"R": 16, "C": 64}, target="opencl", trials=3,
                      storage=f"sqlite:///{tmp_path}/study.db", db=str(tmp_path / "db"),
-                     baselines=("default",), progress=False, seed=1, compile_timeout=60,
+                     baselines=(), progress=False, seed=1, compile_timeout=60,
                      run_timeout=30)
     tuner = Tuner(cfg, say=lambda s: None)
     res = tuner.run()
