@@ -227,4 +227,9 @@ mark(ZERO, "greater", "greater_equal", "less", "less_equal", "equal", "not_equal
      "logical_and", "logical_or", "logical_not")
 mark(NotDifferentiable("its output is integer-valued (quantization to int8/int16/uint8)"),
      "quantize", "requantize")
-mark(NotDifferentiable("it takes integer inputs"), "dequantize", "quantized_matmul")
+
+
+@rule("dequantize", "quantized_matmul")
+def _integer_inputs(c):
+    """Integer inputs carry no gradient: the op that made them from floats (quantize) is named."""
+    return [None] * len(c.inputs)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ... import ops
-from . import NotDifferentiable, mark, rule
+from . import rule
 
 
 def _mm(a, b):
@@ -42,5 +42,3 @@ def _transpose(c):
 def _batch_transpose(c):
     return [ops.batch_transpose.kernel(c.dy)]
 
-
-mark(NotDifferentiable("it takes integer inputs"), "quantized_matmul")
