@@ -1,0 +1,342 @@
+"""More reductions and the scans: all, any, count_nonzero, vector_norm, nansum, nanmean, nanmax, nanmin;
+cumsum, cumprod, cummax, cummin, logcumsumexp.
+
+Reductions follow ``reduce``'s conventions: a public ``axis`` (None, an int or a tuple) and
+``keepdims``, an [O, R] kernel reducing each row. ``all``/``any`` give bool, ``count_nonzero``
+int64 (a NaN is nonzero and true, as in NumPy). ``vector_norm(x, ord=2, axis=None)`` is
+``torch.linalg.vector_norm`` (the name ``norm`` is taken by the normalization family): ``ord`` 1, 2 (also ``"fro"``), ``inf``, ``-inf``, 0 (the count of
+nonzeros) or any other p > 0 (``(sum |x|**p)**(1/p)``), accumulated in float64; a NaN gives NaN.
+The ``nan*`` ops ignore NaNs like NumPy's; a row of only NaNs gives NaN (``nansum``: 0).
+
+Scans run along one ``axis`` (default -1, like torch; NumPy's ``axis=None`` flattens) on a kernel
+[O, R, I] (no transpose: the axes before and after are merged), sequentially along R, in the
+input's own precision like NumPy and torch (int32 sums and products in int64).
+``cummax``/``cummin`` are torch's: ``(values, indices)``, a tie moves the index to the later
+element and a NaN wins from where it appears. ``logcumsumexp`` is torch's, computed stably as
+``m + log1p(exp(-|a - b|))``.
+"""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+
+from ..errors import ParamError, ShapeError
+from ..runtime import as_array
+from . import elementwise as _ew
+from ._op import Param, op
+from .layout import _axis, _oai
+from .reduce import _key, _last_axis, _reduce_call, _unkey
+
+_FLOATS = ["float32", "float64"]
+_ALL = ["float32", "float64", "int32", "int64", "bool"]
+_EX = {"O": 16, "R": 100}
+
+
+def _expr(e):
+    """``e`` as an Expr (a Func call made inside an update is a FuncRef)."""
+    return e if isinstance(e, hl.Expr) else hl.Expr(e)
+
+
+def _rows(name, value_of, init, combine, t, dims):
+    """``name[o]``: ``combine`` of ``value_of(k, o)`` over the row, starting at ``init``."""
+    o, k = hl.Var("o"), hl.RDom([hl.Range(0, dims.R)], "k")
+    f = hl.Func(name)
+    f[o] = hl.cast(t, init)
+    f[o] = combine(f[o], hl.cast(t, value_of(k, o)))
+    return f
+
+
+def _nonzero(x, k, o):
+    v = x[k, o]
+    return v if v.type().is_bool() else v != hl.cast(v.type(), 0)
+
+
+def _reduction(name, fn, ref, doc, dtypes=_FLOATS, params=()):
+    def frontend(x, axis=None, keepdims=False, **kw):
+        return _reduce_call(the_op, x, axis, keepdims, **kw)
+    frontend.__doc__ = doc
+    fn.__name__ = name
+    the_op = op(name=name, category="reduction", inputs={"x": "O R"}, output="O",
+                dtypes=dtypes, params=list(params), reference=ref,
+                kernel_reference=_last_axis(ref), frontend=frontend, example=_EX, doc=doc)(fn)
+    return the_op
+
+
+def _all(x, *, dims):
+    acc = _rows("acc", lambda k, o: _nonzero(x, k, o), 1, hl.min, hl.UInt(8), dims)
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = acc[o] != 0
+    return out
+
+
+def _any(x, *, dims):
+    acc = _rows("acc", lambda k, o: _nonzero(x, k, o), 0, hl.max, hl.UInt(8), dims)
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = acc[o] != 0
+    return out
+
+
+def _count_nonzero(x, *, dims):
+    acc = _rows("acc", lambda k, o: _nonzero(x, k, o), 0, lambda a, b: a + b, hl.Int(64), dims)
+    o = hl.Var("o")
+    out = hl.Func("out")
+    out[o] = acc[o]
+    return out
+
+
+def _count_ref(x, axis=None, keepdims=False):
+    return np.asarray(np.count_nonzero(x, axis=axis, keepdims=keepdims), np.int64)
+
+
+all_ = _reduction("all", _all, lambda x, axis=None, keepdims=False: np.all(
+    x, axis=axis, keepdims=keepdims), "True where every element over ``axis`` is nonzero "
+    "(``np.all``).", _ALL)
+any_ = _reduction("any", _any, lambda x, axis=None, keepdims=False: np.any(
+    x, axis=axis, keepdims=keepdims), "True where some element over ``axis`` is nonzero "
+    "(``np.any``).", _ALL)
+count_nonzero = _reduction("count_nonzero", _count_nonzero, _count_ref,
+                           "Number of nonzero elements over ``axis`` (int64).", _ALL)
+
+
+# -- norm ----------------------------------------------------------------------------------------
+
+_ORDS = ("1", "2", "inf", "-inf", "0", "p")
+
+
+def _norm_ref(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+    x = np.asarray(x)
+    a = np.abs(x.astype(np.float64))
+    ax = tuple(range(x.ndim)) if axis is None else axis
+    if ord in ("fro", 2):
+        out = np.sqrt(np.sum(a * a, axis=ax, keepdims=keepdims))
+    elif ord == np.inf:
+        out = np.max(a, axis=ax, keepdims=keepdims)
+    elif ord == -np.inf:
+        out = np.min(a, axis=ax, keepdims=keepdims)
+    elif ord == 0:
+        out = np.sum(a != 0, axis=ax, keepdims=keepdims).astype(np.float64)
+    else:
+        out = np.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
+    return np.asarray(out).astype(x.dtype)[()]
+
+
+def _norm_frontend(x, ord=2, axis=None, keepdims=False):  # noqa: A002
+    """The vector norm over ``axis`` (``torch.linalg.vector_norm``; ``"fro"`` is 2)."""
+    if ord == "fro":
+        ord = 2  # noqa: A001
+    if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \
+            np.isnan(ord) or (ord < 0 and ord != -np.inf):
+        raise ParamError(f"vector_norm: 'ord' must be 'fro', inf, -inf or a number >= 0, got {ord!r}")
+    name = {1: "1", 2: "2", np.inf: "inf", -np.inf: "-inf", 0: "0"}.get(ord, "p")
+    return _reduce_call(vector_norm, x, axis, keepdims, ord=name, p=float(ord) if name == "p" else 2.0)
+
+
+def _norm_kernel_ref(x, ord="2", p=2.0):  # noqa: A002
+    val = {"1": 1, "2": 2, "inf": np.inf, "-inf": -np.inf, "0": 0}.get(ord, p)
+    return _norm_ref(x, val, axis=-1)
+
+
+@op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS,
+    params=[Param("ord", str, "2", choices=_ORDS, doc="which norm"),
+            Param("p", float, 2.0, low=1e-3, high=1e3, doc="the power when ord is 'p'")],
+    reference=_norm_ref, kernel_reference=_norm_kernel_ref, frontend=_norm_frontend,
+    example=_EX)
+def vector_norm(x, *, ord, p, dims):  # noqa: A002
+    """Vector norm of each row; sums in float64, extremes on integer keys (NaN wins)."""
+    f64, t = hl.Float(64), x.type()
+    o = hl.Var("o")
+    out = hl.Func("out")
+    if ord in ("inf", "-inf"):
+        big = ord == "inf"
+        it = _key(x[0, 0], True).type()
+        best = _rows("best", lambda k, oo: _key(hl.abs(x[k, oo]), True), it.min() if big
+                     else it.max(), hl.max if big else hl.min, it, dims)
+        out[o] = _unkey(best[o], t)
+        return out
+    if ord == "1":
+        term = lambda k, oo: hl.abs(hl.cast(f64, x[k, oo]))  # noqa: E731
+    elif ord == "2":
+        term = lambda k, oo: hl.cast(f64, x[k, oo]) * hl.cast(f64, x[k, oo])  # noqa: E731
+    elif ord == "0":
+        term = lambda k, oo: hl.cast(f64, x[k, oo] != hl.cast(t, 0))  # noqa: E731
+    else:
+        term = lambda k, oo: hl.pow(hl.abs(hl.cast(f64, x[k, oo])), hl.f64(p))  # noqa: E731
+    acc = _rows("acc", term, 0, lambda a, b: a + b, f64, dims)
+    if ord == "2":
+        res = hl.sqrt(acc[o])
+    elif ord == "p":
+        res = hl.pow(acc[o], hl.f64(1.0 / p))
+    else:
+        res = acc[o]
+    out[o] = hl.cast(t, res)
+    return out
+
+
+# -- NaN-ignoring reductions ---------------------------------------------------------------------
+
+def _quiet_ref(fn):
+    def ref(x, axis=None, keepdims=False):
+        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore")
+            return np.asarray(fn(x, axis=axis, keepdims=keepdims))[()]
+    return ref
+
+
+def _nansum_alg(mean: bool):
+    def algorithm(x, *, dims):
+        f64, t = hl.Float(64), x.type()
+        ok = lambda k, oo: hl.logical_not(_ew._is_nan(x[k, oo]))  # noqa: E731
+        acc = _rows("acc", lambda k, oo: hl.select(ok(k, oo), hl.cast(f64, x[k, oo]),
+                                                   hl.f64(0)), 0, lambda a, b: a + b, f64, dims)
+        o = hl.Var("o")
+        out = hl.Func("out")
+        if mean:
+            cnt = _rows("cnt", lambda k, oo: hl.cast(hl.Int(32), ok(k, oo)), 0,
+                        lambda a, b: a + b, hl.Int(32), dims)
+            out[o] = hl.cast(t, hl.select(cnt[o] > 0, acc[o] / hl.cast(f64, cnt[o]),
+                                          hl.f64(float("nan"))))
+        else:
+            out[o] = hl.cast(t, acc[o])
+        return out
+    return algorithm
+
+
+def _nanext_alg(largest: bool):
+    def algorithm(x, *, dims):
+        it = _key(x[0, 0], False).type()
+        empty = it.min() if largest else it.max()
+        # NaN keys sit at the far end that the reduction never picks, so it ignores them.
+        best = _rows("best", lambda k, oo: _key(x[k, oo], not largest), empty,
+                     hl.max if largest else hl.min, it, dims)
+        o = hl.Var("o")
+        out = hl.Func("out")
+        out[o] = hl.select(best[o] == empty, _ew._nan(x[0, 0]), _unkey(best[o], x.type()))
+        return out
+    return algorithm
+
+
+nansum = _reduction("nansum", _nansum_alg(False), _quiet_ref(np.nansum),
+                    "Sum over ``axis`` treating NaN as zero (``np.nansum``).")
+nanmean = _reduction("nanmean", _nansum_alg(True), _quiet_ref(np.nanmean),
+                     "Mean over ``axis`` of the non-NaN elements (``np.nanmean``).")
+nanmax = _reduction("nanmax", _nanext_alg(True), _quiet_ref(np.nanmax),
+                    "Largest non-NaN element over ``axis`` (``np.nanmax``).")
+nanmin = _reduction("nanmin", _nanext_alg(False), _quiet_ref(np.nanmin),
+                    "Smallest non-NaN element over ``axis`` (``np.nanmin``).")
+
+
+# -- scans ---------------------------------------------------------------------------------------
+
+def _scan_call(the_op, x, axis):
+    name = the_op.name
+    x = as_array(x, name, "x")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: x must have at least one axis")
+    ax = _axis(name, axis, x.ndim)
+    out = the_op.kernel(_oai(x, ax))
+    if isinstance(out, tuple):
+        return tuple(a.reshape(x.shape) for a in out)
+    return out.reshape(x.shape)
+
+
+def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False):
+    def algorithm(x, *, dims):
+        i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
+        k = hl.RDom([hl.Range(1, dims.R - 1)], "k")
+        t = hl.Int(64) if widen and not x.type().is_float() else x.type()
+        out = hl.Func("out")
+        out[i, r, o] = hl.cast(t, x[i, r, o])
+        out[i, k, o] = step(out[i, k - 1, o], out[i, k, o])
+        return out
+
+    def frontend(x, axis=-1):
+        return _scan_call(the_op, x, axis)
+    frontend.__doc__ = doc
+    algorithm.__name__ = name
+    the_op = op(name=name, category="scan", inputs={"x": "O R I"}, output="O R I",
+                dtypes=dtypes, reference=lambda x, axis=-1: ref(x, axis),
+                kernel_reference=lambda x: ref(x, 1), frontend=frontend,
+                example={"O": 8, "R": 100, "I": 3}, doc=doc)(algorithm)
+    return the_op
+
+
+def _logaddexp(a, b):
+    a, b = _expr(a), _expr(b)
+    m = hl.max(a, b)
+    d = hl.abs(a - b)
+    both_inf = _ew._is_inf(a) & _ew._is_inf(b) & (a == b)
+    val = m + _ew._log(_ew._k(a, 1.0) + _ew._exp(-d))
+    res = hl.select(both_inf, a, val)
+    return hl.select(_ew._is_nan(a) | _ew._is_nan(b), _ew._nan(a), res)
+
+
+def _np_logcumsumexp(x, axis):
+    return np.logaddexp.accumulate(np.asarray(x), axis=axis)
+
+
+cumsum = _scan("cumsum", lambda a, b: a + b, lambda x, axis: np.cumsum(
+    x, axis, dtype=np.int64 if np.asarray(x).dtype.kind in "iu" else None),
+    "Cumulative sum along ``axis`` (``np.cumsum``/``torch.cumsum``; int32 gives int64).",
+    _FLOATS + ["int32", "int64"], widen=True)
+cumprod = _scan("cumprod", lambda a, b: a * b, lambda x, axis: np.cumprod(
+    x, axis, dtype=np.int64 if np.asarray(x).dtype.kind in "iu" else None),
+    "Cumulative product along ``axis`` (int32 gives int64).", _FLOATS + ["int32", "int64"],
+    widen=True)
+logcumsumexp = _scan("logcumsumexp", _logaddexp, _np_logcumsumexp,
+                     "``log(cumsum(exp(x)))`` along ``axis``, without overflow "
+                     "(``torch.logcumsumexp``).")
+
+
+def _cumext_ref(largest):
+    def ref(x, axis=-1):
+        x = np.moveaxis(np.asarray(x), axis, -1)
+        vals, idx = np.empty_like(x), np.zeros(x.shape, np.int64)
+        for pos in np.ndindex(x.shape[:-1]):
+            best, at = x[pos][0], 0
+            for j, v in enumerate(x[pos]):
+                if np.isnan(v) or (not np.isnan(best) and (v >= best if largest else v <= best)):
+                    best, at = v, j
+                vals[pos][j], idx[pos][j] = best, at
+        return np.moveaxis(vals, -1, axis), np.moveaxis(idx, -1, axis)
+    return ref
+
+
+def _cumext(name, largest):
+    def algorithm(x, *, dims):
+        i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
+        k = hl.RDom([hl.Range(1, dims.R - 1)], "k")
+        val, idx = hl.Func("val"), hl.Func("idx")
+        val[i, r, o] = x[i, r, o]
+        idx[i, r, o] = hl.cast(hl.Int(64), r)
+        prev, cur = _expr(val[i, k - 1, o]), _expr(x[i, k, o])
+        better = (cur >= prev) if largest else (cur <= prev)
+        if x.type().is_float():
+            better = _ew._is_nan(cur) | (hl.logical_not(_ew._is_nan(prev)) & better)
+        val[i, k, o] = hl.select(better, cur, prev)
+        idx[i, k, o] = hl.select(better, hl.cast(hl.Int(64), k), idx[i, k - 1, o])
+        values, indices = hl.Func("values"), hl.Func("indices")
+        values[i, r, o] = val[i, r, o]
+        indices[i, r, o] = idx[i, r, o]
+        return values, indices
+
+    def frontend(x, axis=-1):
+        return _scan_call(the_op, x, axis)
+    frontend.__doc__ = (f"Running {'maximum' if largest else 'minimum'} along ``axis`` and "
+                        f"where it was found (``torch.{name}``): ``(values, indices)``.")
+    algorithm.__name__ = name
+    ref = _cumext_ref(largest)
+    the_op = op(name=name, category="scan", inputs={"x": "O R I"},
+                outputs={"values": "O R I", "indices": "O R I"},
+                dtypes=_FLOATS + ["int32", "int64"], reference=ref,
+                kernel_reference=lambda x: ref(x, 1), frontend=frontend,
+                example={"O": 8, "R": 100, "I": 3}, doc=frontend.__doc__)(algorithm)
+    return the_op
+
+
+cummax = _cumext("cummax", True)
+cummin = _cumext("cummin", False)
