@@ -168,6 +168,8 @@ class Tuner:
                 cfg, op=serial.save(gop.graph, name=gop.name), params={},
                 shape={d: gop.call_dims[d] for d in gop.input_dims}, dtypes=gop.dtypes[0])
             self.op = gop
+        if hasattr(self.op, "unfused_schedule") and "unfused" not in cfg.baselines:
+            cfg = self.cfg = dataclasses.replace(cfg, baselines=tuple(cfg.baselines) + ("unfused",))
         self.dtypes = tuple(cfg.dtypes) if cfg.dtypes else self.op.dtypes[0]
         if self.dtypes not in self.op.dtypes:
             raise PyptoError(f"{self.op.name}: dtypes {self.dtypes} not supported; "
@@ -206,6 +208,14 @@ class Tuner:
             if name == "default":
                 sched = default_schedule(build(self.op, self.dtypes, self.params), self.dims,
                                          self.target).with_fingerprint(self.fp).to_json()
+                why = ""
+            elif name == "unfused":
+                # A traced program run as its ops would run one by one: each result at root
+                # with its own schedule. Beating it is the never-worse-than-unfused rule.
+                if not hasattr(self.op, "unfused_schedule"):
+                    continue
+                sched = self.op.unfused_schedule(self.dims, self.target).with_fingerprint(
+                    self.fp).to_json()
                 why = ""
             else:
                 self.say(f"running Halide's {name} autoscheduler ...")

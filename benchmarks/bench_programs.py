@@ -5,7 +5,7 @@ Each candidate is timed after a pause of ``--pause`` seconds and one untimed cal
 rotating order; medians with the inter-quartile spread, for single calls and for blocks of 10
 back-to-back calls (steady state). PyPTO is timed as users call it (fresh outputs).
 
-    python benchmarks/bench_programs.py [--quick] [--torch-compile] [--json FILE]
+    python benchmarks/bench_programs.py [--quick] [--torch-compile] [--memory] [--json FILE]
 """
 
 from __future__ import annotations
@@ -208,28 +208,84 @@ def run(cases, *, pause, rounds, torch_compile):
     return out
 
 
+def _status(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _memory_child(case: str, cand: str, quick: bool) -> None:
+    """Peak resident memory of ONE call of one candidate, in this (fresh) process."""
+    import gc
+
+    cases = _cases(quick)
+    label, cands, _, _ = cases[{"chain": 0, "mlp": 1}[case]]
+    fn = cands[cand]
+    fn()
+    fn()
+    gc.collect()
+    before = _status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    out = fn()
+    print(json.dumps({"peak_bytes": _status("VmHWM") - before,
+                      "output_bytes": int(np.asarray(out).nbytes)}))
+
+
+def memory(quick: bool) -> list[dict]:
+    """Peak memory, fused against op by op (and NumPy), each call in a fresh process."""
+    import subprocess
+
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
+    rows = []
+    for case in ("chain", "mlp"):
+        for cand in ("pypto per-op", "pypto.jit (fused)", "numpy"):
+            cmd = [sys.executable, __file__, "--memory-child", case, cand] + (["--quick"] if quick
+                                                                              else [])
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+            if r.returncode:
+                raise SystemExit(f"memory child failed: {r.stderr[-2000:]}")
+            got = json.loads(r.stdout.strip().splitlines()[-1])
+            rows.append({"case": case, "candidate": cand, **got})
+            print(f"  memory {case:<6} {cand:<20} peak {got['peak_bytes'] / 2**20:8.1f} MiB "
+                  f"(output {got['output_bytes'] / 2**20:.1f} MiB)")
+    return rows
+
+
+def _cases(q: bool):
+    return [chain_case(1 << 20 if q else 1 << 24),
+            mlp_case(64 if q else 256, 256 if q else 1024, 1024 if q else 4096),
+            resnet_case(16 if q else 64, 28 if q else 56),
+            control_flow_case(128 if q else 512, 8), tiny_case()]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--memory", action="store_true", help="also measure peak memory per call")
+    ap.add_argument("--memory-child", nargs=2, metavar=("CASE", "CANDIDATE"),
+                    help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="smaller shapes, fewer rounds")
     ap.add_argument("--torch-compile", action="store_true", help="also time torch.compile")
     ap.add_argument("--pause", type=float, default=0.3)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     q = a.quick
-    cases = [chain_case(1 << 20 if q else 1 << 24), mlp_case(64 if q else 256, 256 if q else 1024,
-                                                             1024 if q else 4096),
-             resnet_case(16 if q else 64, 28 if q else 56),
-             control_flow_case(128 if q else 512, 8), tiny_case()]
+    if a.memory_child:
+        return _memory_child(*a.memory_child, q)
+    cases = _cases(q)
     for _, cands, _, _ in cases:        # compile and trace everything first
         for f in cands.values():
             f()
     res = run(cases, pause=a.pause, rounds=5 if q else 9, torch_compile=a.torch_compile)
+    mem = memory(q) if a.memory else []
     meta = {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "load_average": os.getloadavg(), "when": time.strftime("%Y-%m-%d %H:%M:%S")}
     print(f"\nload average at the end: {meta['load_average']}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"meta": meta, "cases": res}, f, indent=1)
+            json.dump({"meta": meta, "cases": res, "memory": mem}, f, indent=1)
 
 
 if __name__ == "__main__":

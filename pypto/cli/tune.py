@@ -181,7 +181,10 @@ def _dtypes(spec, dt):
     from ..ops._load import resolve_op
     from .common import dtype_signature
 
-    return dtype_signature(resolve_op(spec), dt)
+    op = resolve_op(spec)
+    if hasattr(op, "specialize"):     # a composite op: its dtypes are those of its arguments
+        return tuple(p.strip() for p in dt.split(","))
+    return dtype_signature(op, dt)
 
 
 def _spawn_helpers(n_jobs, spec, shape, dt, ps, cfg):

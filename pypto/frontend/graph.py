@@ -527,12 +527,29 @@ class GraphOp(Op):
                          doc=doc or f"a traced program of {len(graph.nodes)} nodes")
         self.schedule_template = fused_schedule
 
+    def unfused_schedule(self, dims: Mapping[str, int], target):
+        """The program as op-by-op calls would run it (the tuner's "unfused" baseline)."""
+        from ..compiler.lower import build
+        from ..schedule.defaults import vector_lanes
+        from ..schedule.schedule import Schedule
 
-def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = False) -> list:
+        built = build(self, self.dtypes[0], {})
+        lanes = vector_lanes(target, built.out_dtypes[0] if built.out_dtypes[0] != "bool"
+                             else "uint8")
+        return Schedule(op=self.name, directives=tuple(
+            fused_schedule(built, dims, lanes, unfused=True)))
+
+
+def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = False,
+                   unfused: bool = False) -> list:
     """The fused default schedule of a graph op (see the module docstring).
 
     ``safe`` skips epilogues and the anchors' own schedules: every anchor output is computed at
     root with the structural default. It is the fallback when the full default cannot apply.
+    ``unfused`` is the program as op-by-op calls would run it: every op's result is computed at
+    root (anchors with their own schedules, pointwise ops with the structural default), views
+    stay free index remaps. The tuner measures it as a baseline, so a tuned program is never
+    slower than its ops run one by one.
     """
     from ..compiler import targets
     from ..schedule.defaults import generic, output_directives
@@ -548,7 +565,9 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             extents[nm.upper()] = n
 
     claimed: dict[str, tuple[str, dict]] = {}      # anchor output -> (func, var map)
-    if not safe:
+    if unfused:
+        low = _Unfused(low)
+    if not safe and not unfused:
         for a in low.anchors:
             if len(a["outs"]) != 1:
                 continue
@@ -628,6 +647,16 @@ def _epilogue(low: Lowering, name: str):
     if len(old) != len(new):
         return None
     return target.name, dict(zip(old, new))
+
+
+class _Unfused:
+    """A view of a lowering in which every pointwise op's value is materialized too."""
+
+    def __init__(self, low: Lowering):
+        self.__dict__.update(low.__dict__)
+        self.materialize = set(low.materialize) | {
+            v.name for v in low.funcs.values()
+            if v.kind == "pointwise" and v.name not in {o.name for o in low.outputs}}
 
 
 _VAR_KINDS = {"var", "vars", "purevar", "purevars", "atvar"}

@@ -69,7 +69,8 @@ def trace_graph_op(fn: Callable, inputs: Sequence[Any], kwargs: Mapping | None =
 
 def tune(fn: Callable, *arrays, trials: int = 30, target: str = "host",
          timeout_s: float | None = None, db: str | None = None, storage: str | None = None,
-         baselines: Sequence[str] = ("default",), say: Callable[[str], None] = print, **kwargs):
+         baselines: Sequence[str] = ("default", "unfused"), say: Callable[[str], None] = print,
+         **kwargs):
     """Tunes a program (jitted function, composite op or plain function of PyPTO ops) as one
     unit at the shapes of ``arrays``; stores the winner where later calls find it.
 

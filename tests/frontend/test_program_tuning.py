@@ -1,0 +1,109 @@
+"""Programs tune and build as one unit: pypto.tune, composite ops on the command line, targets."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pypto
+from helpers import opencl_device
+
+pytestmark = pytest.mark.slow
+
+MY_OPS = textwrap.dedent('''
+    import pypto
+
+    @pypto.register_op(inputs={"x": "R C"}, example={"R": 32, "C": 64})
+    def my_quantize(x, bits=8):
+        scale = (2**bits - 1) / (x.max() - x.min())
+        return (x - x.min()) * scale
+''')
+
+
+@pytest.fixture
+def user_db(tmp_path, monkeypatch):
+    db = tmp_path / "user_db"
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", str(db))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return db
+
+
+def test_pypto_tune_stores_a_program_and_the_next_call_uses_it(user_db, tmp_path):
+    @pypto.jit
+    def chain(x):
+        return pypto.ops.tanh(0.5 * x + 0.1) * pypto.ops.sigmoid(x) + 1
+
+    x = np.random.default_rng(0).random((64, 128), np.float32)
+    res = pypto.tune(chain, x, trials=2, storage=f"sqlite:///{tmp_path / 't.db'}",
+                     say=lambda s: None)
+    assert {"default", "unfused"} <= set(res.table)          # the unfused program is a baseline
+    assert res.written
+    files = list(user_db.rglob("g_*.json"))
+    assert len(files) == 1
+    np.testing.assert_allclose(chain(x), np.tanh(0.5 * x + 0.1) / (1 + np.exp(-x)) + 1, rtol=1e-5)
+    assert f"schedule database {user_db}" in chain.explain(x)
+
+
+def test_a_composite_op_tuned_on_the_cli_is_used_in_a_fresh_process(user_db, tmp_path):
+    (tmp_path / "my_ops.py").write_text(MY_OPS)
+    env = dict(os.environ)
+    tune = subprocess.run(
+        [sys.executable, "-m", "pypto.cli.main", "tune", "my_ops.py:my_quantize", "--shape",
+         "R=32,C=64", "--trials", "2", "--baselines", "none", "--no-progress", "--storage",
+         f"sqlite:///{tmp_path / 't.db'}"], cwd=tmp_path, env=env, capture_output=True,
+        text=True, timeout=600)
+    assert tune.returncode == 0, tune.stdout + tune.stderr
+    stored = json.loads(next(user_db.rglob("my_quantize.json")).read_text())
+    assert stored and "my_quantize" in json.dumps(stored)
+    code = textwrap.dedent('''
+        import numpy as np, sys
+        sys.path.insert(0, ".")
+        from my_ops import my_quantize
+        x = np.random.default_rng(1).random((32, 64), np.float32)
+        y = my_quantize(x)
+        assert np.allclose(y, (x - x.min()) * np.float32(255 / (x.max() - x.min())), rtol=1e-5)
+        print(my_quantize.jitted().explain(x))
+    ''')
+    call = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert call.returncode == 0, call.stderr
+    assert f"schedule database {user_db}" in call.stdout and "(exact)" in call.stdout
+
+
+@pytest.mark.parametrize("target", ["cuda", "opencl"])
+def test_a_composite_op_builds_for_gpu_targets(tmp_path, target):
+    (tmp_path / "my_ops.py").write_text(MY_OPS)
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "pypto.cli.main", "build", "--op", "my_ops.py:my_quantize",
+         "--shape", "R=32,C=64", "--target", target, "--format", "static", "-o", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (out / "pypto_my_quantize.a").stat().st_size > 0
+    header = (out / "pypto_my_quantize.h").read_text()
+    assert "pypto_my_quantize(" in header
+
+
+def test_a_composite_op_runs_on_opencl_and_picks_its_target_version():
+    if not opencl_device():
+        pytest.skip("needs an OpenCL device (PoCL)")
+
+    @pypto.register_op
+    def scaled(x):
+        return x * 2.0
+
+    @pypto.target_specific("opencl", scaled)
+    def scaled_gpu(x):
+        return (x + x) * 1.5          # a different result, so the choice is visible
+
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with pypto.target("opencl"):
+        got = scaled(x)
+    np.testing.assert_allclose(got, x * 3.0)
+    np.testing.assert_allclose(scaled(x), x * 2.0)
+    from pypto.ops import _registry
+    _registry._OPS.pop("scaled", None)
