@@ -30,7 +30,7 @@ import optuna
 from pypto.compiler import targets
 from pypto.compiler.lower import build, fingerprint
 from pypto.database import DirectoryDatabase, Entry, Key, provenance
-from pypto.database.lookup import distance
+from pypto.database.lookup import distance, write_root
 from pypto.errors import PyptoError, TargetError
 from pypto.infra.inputs import complete_dims
 from pypto.ops._load import resolve_op
@@ -60,7 +60,7 @@ class TuneConfig:
     trials: int = 50
     timeout_s: float | None = None
     storage: str | None = None
-    db: str = "schedules"
+    db: str | None = None        # None: the user database (pypto.database.lookup.write_root)
     sampler: str = "tpe"
     seed: int | None = 0
     baselines: tuple[str, ...] = ("default",) + AUTOSCHEDULERS
@@ -419,7 +419,7 @@ class Tuner:
         cfg = self.cfg
         done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
         cands: dict[str, dict] = {}
-        db = DirectoryDatabase(cfg.db)
+        db = DirectoryDatabase(cfg.db or write_root())
         key = Key.make(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
         stored = db.best(key)
         if stored is not None:

@@ -185,7 +185,7 @@ def prune_(dry_run, dbs):
               type=click.Choice(["adams2019", "mullapudi2016", "li2018"]),
               help="Which (repeatable; default all three).")
 @click.option("--db", "dest", default=None, type=click.Path(),
-              help="Database folder to write (default: ./schedules).")
+              help="Database folder to write (default: the user database, as for pypto tune).")
 @click.option("--no-measure", is_flag=True, help="Store without timing.")
 def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_measure):
     """Run Halide's autoschedulers for a shape and store each result (checked against NumPy)."""
@@ -203,7 +203,9 @@ def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_
     p = op.resolve_params(parse_params(params))
     dims = complete_dims(op, parse_shape(shape), p)
     t = targets.parse(target)
-    out = DirectoryDatabase(dest or "schedules")
+    from ..database.lookup import write_root
+
+    out = DirectoryDatabase(dest or write_root())
     for name in names or ("adams2019", "mullapudi2016", "li2018"):
         e = import_autoschedule(op, dtype_signature(op, dtype), p, dims, name, t, out,
                                 measure=not no_measure)

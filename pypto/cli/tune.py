@@ -163,16 +163,13 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
 
 def default_db() -> str:
     """Where winners go without ``--db``: the user database, never the shipped one."""
-    from ..database.lookup import SHIPPED, USER_ENV, user_root
+    from ..database.lookup import write_root
+    from ..errors import DatabaseError
 
-    root = user_root()
-    if root is None:
-        raise ParamError(f"there is no user schedule database ({USER_ENV} is 'off' or there is no "
-                         "home folder): give --db FOLDER")
-    if root.resolve() == SHIPPED:
-        raise ParamError(f"{USER_ENV} points at the shipped schedules ({SHIPPED}); tuning writes "
-                         "there only when asked: give --db explicitly")
-    return str(root)
+    try:
+        return str(write_root())
+    except DatabaseError as e:
+        raise ParamError(str(e)) from None
 
 
 def _dtypes(spec, dt):

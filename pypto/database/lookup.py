@@ -101,6 +101,20 @@ def user_root() -> Path | None:
     return home / ".local" / "share" / "pypto" / "schedules"
 
 
+def write_root() -> Path:
+    """Where tuning writes when no folder is given: the user database, never the shipped one."""
+    from ..errors import DatabaseError
+
+    root = user_root()
+    if root is None:
+        raise DatabaseError(f"there is no user schedule database ({USER_ENV} is 'off' or there is "
+                            "no home folder): give --db FOLDER (a database folder to write)")
+    if root.resolve() == SHIPPED:
+        raise DatabaseError(f"{USER_ENV} points at the shipped schedules ({SHIPPED}); tuning "
+                            "writes there only when asked: give the folder explicitly (--db)")
+    return root
+
+
 def search_path() -> list[Database]:
     """The databases a lookup reads, first to last."""
     out: list[Database] = list(_extra)

@@ -125,3 +125,18 @@ def test_the_quick_start_result_reaches_a_call_in_a_fresh_process(tmp_path):
     assert q.returncode == 0, q.stderr[-3000:]
     got = json.loads(q.stdout.strip().splitlines()[-1])
     assert got["database"] == str(user) and got["distance"] == 0, got
+
+
+def test_library_tuning_and_autoschedule_imports_default_to_the_user_database(tmp_path,
+                                                                             monkeypatch):
+    from autotune.tuner import TuneConfig
+
+    import pypto
+    from pypto.database.lookup import write_root
+
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", str(tmp_path / "mine"))
+    assert TuneConfig(op="softmax", shape={"R": 4, "C": 8}).db is None   # resolved when storing
+    assert write_root() == tmp_path / "mine"
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", "off")
+    with pytest.raises(pypto.DatabaseError, match="give --db FOLDER"):
+        write_root()
