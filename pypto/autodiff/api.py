@@ -105,7 +105,9 @@ def _traced(fn, label, mode, argnums, args, cts):
     grads = backward(nodes, wrt, outs, cts)
     grads = [g if g is None or g.shape == w.shape else g.reshape(w.shape)
              for g, w in zip(grads, wrt)]
-    return result, grads
+    # A vjp's caller has the outputs already: leave them out, so the program computes only
+    # the forward values the backward reads.
+    return (None if mode == "vjp" else result), grads
 
 
 def _finish(grads, args, argnums, nested: bool):
@@ -216,3 +218,11 @@ def _is_float_array(a) -> bool:
     dt = getattr(a, "dtype", None)
     return dt is not None and hasattr(a, "shape") and np.dtype(dt).kind == "f"
 
+
+
+def vjp_arrays(fn: Callable, args: Sequence, cts: Sequence, argnums: Sequence[int]) -> list:
+    """The gradients of ``fn`` at ``args`` weighted by the output gradients ``cts`` (arrays),
+    for the arguments ``argnums``, zeros where none reaches one (for the PyTorch bridge)."""
+    nums = tuple(argnums)
+    _, grads = _program(fn, "vjp", nums)(tuple(args), list(cts))
+    return _finish(grads, args, nums, False)

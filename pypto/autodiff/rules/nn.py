@@ -227,14 +227,15 @@ def _lstm_cell(c):
     c' = f c + i g, h' = o tanh(c') with i, f, o sigmoids and g a tanh."""
     x, h, cc, w_ih, w_hh, b_ih, b_hh = c.inputs
     dh, dc = c.dys
-    c_new = c.outs[1]
     hid = h.shape[1]
     gates = ops.linear.kernel(x, w_ih, b_ih) + ops.linear.kernel(h, w_hh, b_hh)
     i = ops.sigmoid(gates[:, 0:hid])
     f = ops.sigmoid(gates[:, hid:2 * hid])
     g = ops.tanh(gates[:, 2 * hid:3 * hid])
     o = ops.sigmoid(gates[:, 3 * hid:])
-    tc = ops.tanh(c_new)
+    # c' is recomputed too: reading the forward node's c_out alone would leave its h_out
+    # unused, which the fused lowering does not handle yet (a ScheduleError naming h_out).
+    tc = ops.tanh(f * cc + i * g)
     dct = dc + dh * o * (1.0 - tc * tc)
     d_gates = _stack_columns([dct * g * i * (1.0 - i), dct * cc * f * (1.0 - f),
                               dct * i * (1.0 - g * g), dh * tc * o * (1.0 - o)])

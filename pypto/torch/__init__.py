@@ -1,0 +1,215 @@
+"""PyPTO inside PyTorch: ``pypto.torch.op`` and ``pypto.torch.Module`` (needs the ``torch`` extra).
+
+``op(fn)`` turns a PyPTO op or a function of PyPTO ops into a PyTorch op, registered with
+``torch.library.custom_op``: a forward op, a fake (meta) implementation that gives output shapes
+from a trace without running anything, and ``register_autograd`` whose backward is a second
+custom op running PyPTO's fused forward+backward program (:func:`pypto.vjp`). Both ops have fake
+implementations, so they also trace under ``torch.compile`` / AOTAutograd.
+
+Memory (CPU): inputs reach PyPTO as ``t.detach().numpy()``, a NumPy view of the same memory (the
+same ``data_ptr``; a non-dense view is copied once by the runtime, as for any NumPy view).
+Outputs are the arrays PyPTO's pipelines allocate, handed to PyTorch with ``torch.from_numpy``:
+the torch tensor owns no copy, it *is* that memory. (The runtime does not yet write into
+caller-allocated outputs for traced programs, so the memory is allocated on the NumPy side.)
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from collections.abc import Callable
+
+import numpy as np
+import torch  # the real PyTorch: absolute imports never resolve to this package
+
+from ..autodiff.api import vjp_arrays
+from ..errors import DtypeError, TraceError
+from ..frontend import tensor as T
+from ..frontend.jit import JitFunction, _result_structure
+
+__all__ = ["Module", "TorchOp", "op", "to_numpy"]
+
+_ids = itertools.count()
+
+
+def to_numpy(t: "torch.Tensor", what: str = "input") -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (no copy)."""
+    if not isinstance(t, torch.Tensor):
+        return np.asarray(t)
+    if t.device.type != "cpu":
+        raise DtypeError(f"pypto.torch: {what} is on {t.device}; PyPTO ops run on CPU tensors "
+                         f"here (move it with .cpu())")
+    if t.dtype == torch.bfloat16:
+        raise DtypeError(f"pypto.torch: {what} is bfloat16, which NumPy cannot view; cast it "
+                         f"to float32")
+    return t.detach().resolve_conj().resolve_neg().numpy()
+
+
+def _from_numpy(a: np.ndarray, inputs) -> "torch.Tensor":
+    """``a`` as a torch tensor sharing its memory; a copy only when it is an input's memory
+    (a custom op's outputs must not alias its inputs)."""
+    a = np.asarray(a)
+    if any(np.shares_memory(a, x) for x in inputs) or not a.flags.writeable:
+        a = np.array(a)
+    return torch.from_numpy(a)
+
+
+class TorchOp:
+    """A PyPTO function as PyTorch ops, registered per number of tensor arguments."""
+
+    def __init__(self, fn: Callable, name: str | None = None):
+        self.fn = fn
+        label = name or getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
+        self.label = re.sub(r"[^a-zA-Z0-9_]", "_", label).strip("_") or "fn"
+        self.jitted = fn if isinstance(fn, JitFunction) else JitFunction(fn, name=self.label)
+        self._ops: dict[int, "torch.library.CustomOpDef"] = {}
+        self._shapes: dict[tuple, list] = {}
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    # -- shapes without running: a trace on specs ------------------------------------------------
+    def out_specs(self, shapes_dtypes: tuple) -> list[tuple[tuple, np.dtype]]:
+        got = self._shapes.get(shapes_dtypes)
+        if got is None:
+            ctx = T.TraceContext(fullgraph=True, name=self.label)
+            token = T.activate(ctx)
+            try:
+                args = [T.spec_input(s, d, name=f"arg{i}") for i, (s, d) in
+                        enumerate(shapes_dtypes)]
+                _, leaves = _result_structure(self.fn(*args))
+            finally:
+                T.deactivate(token)
+            got = [(tuple(x.shape), x.dtype) for x in leaves if isinstance(x, T.Tensor)]
+            if not got:
+                raise TraceError(f"pypto.torch.op({self.label}): the function returns no array")
+            self._shapes[shapes_dtypes] = got
+        return got
+
+    def _specs_of(self, tensors) -> tuple:
+        for i, x in enumerate(tensors):
+            if x.dtype == torch.bfloat16:
+                raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
+                                 f"view; cast it to float32")
+        # int() of a symbolic size (torch.compile with dynamic shapes) specializes on its
+        # value: a PyPTO program is traced and compiled for concrete shapes.
+        return tuple((tuple(int(n) for n in t.shape),
+                      np.dtype(str(t.dtype).replace("torch.", ""))) for t in tensors)
+
+    # -- registration ------------------------------------------------------------------------------
+    def _register(self, n_in: int, n_out: int):
+        key = (n_in, n_out)
+        if key in self._ops:
+            return self._ops[key]
+        uid = next(_ids)
+        args = ", ".join(f"Tensor x{i}" for i in range(n_in))
+        outs = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
+        gouts = "Tensor" if n_in == 1 else "(" + ", ".join(["Tensor"] * n_in) + ")"
+        gargs = ", ".join([f"Tensor x{i}" for i in range(n_in)] +
+                          [f"Tensor g{i}" for i in range(n_out)])
+        owner = self
+
+        def forward(*xs):
+            arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
+            res = owner.jitted(*arrays)
+            _, leaves = _result_structure(res)
+            outs_ = [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]
+            return outs_[0] if n_out == 1 else tuple(outs_)
+
+        def forward_fake(*xs):
+            specs = owner.out_specs(owner._specs_of(xs))
+            outs_ = [xs[0].new_empty(s, dtype=getattr(torch, np.dtype(d).name))
+                     for s, d in specs]
+            return outs_[0] if n_out == 1 else tuple(outs_)
+
+        def backward_impl(*xg):
+            xs, gs = xg[:n_in], xg[n_in:]
+            arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
+            cts = [to_numpy(g, "output gradient") for g in gs]
+            nums = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+            grads = iter(vjp_arrays(owner.fn, arrays, cts, nums))
+            res = [_from_numpy(next(grads), arrays + cts) if i in nums else torch.zeros_like(xs[i])
+                   for i in range(n_in)]
+            return res[0] if n_in == 1 else tuple(res)
+
+        def backward_fake(*xg):
+            res = [torch.empty_like(x) for x in xg[:n_in]]
+            return res[0] if n_in == 1 else tuple(res)
+
+        fwd = torch.library.custom_op(f"pypto::{self.label}_{uid}", forward, mutates_args=(),
+                                      schema=f"({args}) -> {outs}")
+        fwd.register_fake(forward_fake)
+        bwd = torch.library.custom_op(f"pypto::{self.label}_{uid}_backward", backward_impl,
+                                      mutates_args=(), schema=f"({gargs}) -> {gouts}")
+        bwd.register_fake(backward_fake)
+
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        def backward(ctx, *grads):
+            xs = ctx.saved_tensors
+            outs_ = owner.out_specs(owner._specs_of(xs))
+            gs = [g if g is not None else
+                  xs[0].new_zeros(s, dtype=getattr(torch, np.dtype(d).name))
+                  for g, (s, d) in zip(grads, outs_)]
+            res = bwd(*xs, *[g.contiguous() for g in gs])
+            res = (res,) if n_in == 1 else tuple(res)
+            return tuple(r if x.dtype.is_floating_point else None for r, x in zip(res, xs))
+
+        fwd.register_autograd(backward, setup_context=setup_context)
+        self._ops[key] = fwd
+        self.backward_op = bwd
+        return fwd
+
+    def torch_op(self, *tensors):
+        """The registered PyTorch op for calls with these tensors (for ``opcheck``)."""
+        n_out = len(self.out_specs(self._specs_of(tensors)))
+        return self._register(len(tensors), n_out)
+
+    def __call__(self, *tensors):
+        bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
+        if bad:
+            raise TraceError(f"pypto.torch.op({self.label}): argument #{bad[0]} is "
+                             f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
+                             f"other arguments first, e.g. with functools.partial)")
+        return self.torch_op(*tensors)(*tensors)
+
+
+def op(fn: Callable, *, name: str | None = None) -> TorchOp:
+    """``fn`` (a PyPTO op, composite op, ``@pypto.jit`` function or function of PyPTO ops) as a
+    PyTorch op with forward and backward. Its arguments must all be tensors: bind the others
+    first (``functools.partial``).
+
+    Example:
+        >>> import torch, pypto, pypto.torch
+        >>> gelu = pypto.torch.op(pypto.ops.gelu)
+        >>> x = torch.randn(8, requires_grad=True)
+        >>> gelu(x).sum().backward()                       # doctest: +SKIP
+    """
+    return TorchOp(fn, name=name)
+
+
+class Module(torch.nn.Module):
+    """A ``torch.nn.Module`` around a PyPTO function ``fn(*params, *inputs)``: the keyword
+    arrays become ``torch.nn.Parameter`` s, in the order given, passed before the inputs."""
+
+    def __init__(self, fn: Callable, **params):
+        super().__init__()
+        self.op = op(fn)
+        self._names = list(params)
+        for name, value in params.items():
+            t = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))
+            self.register_parameter(name, torch.nn.Parameter(t.detach().clone()))
+        sig = None
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            pass
+        if sig is not None:
+            pos = [p for p in sig.parameters.values()
+                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if len(pos) < len(params):
+                raise TraceError(f"pypto.torch.Module: {len(params)} parameters given but the "
+                                 f"function takes {len(pos)} positional arguments")
+
+    def forward(self, *inputs):
+        return self.op(*[getattr(self, n) for n in self._names], *inputs)
