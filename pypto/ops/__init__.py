@@ -12,7 +12,7 @@ from ._registry import get_op, list_ops, register
 
 FAMILIES = ("elementwise", "binary", "compare", "reduce", "norm", "linalg", "attention", "nn", "image", "quant",
             "math", "arith", "activations",
-            "layout", "indexing", "creation", "scan", "sorting", "losses", "detection",
+            "layout", "indexing", "creation", "scan", "sorting", "losses", "distance", "detection",
             "spatial")
 _loaded = False
 

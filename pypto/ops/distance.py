@@ -1,0 +1,170 @@
+"""Similarities and distances, as ``torch.nn.functional`` / ``torch.cdist`` define them.
+
+- ``cosine_similarity(x1, x2, dim=1, eps=1e-8)``: ``sum(x1 * x2) / (max(||x1||, eps) *
+  max(||x2||, eps))`` over ``dim`` (torch's definition since 1.12: each norm clamped on its own);
+  x1 and x2 broadcast together. Kernel [O, R, I] -> [O, I] (no transpose).
+- ``pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False)``: ``||x1 - x2 + eps||_p`` over the
+  last axis, rows broadcast together. Kernel [R, C] -> [R].
+- ``cdist(x1, x2, p=2.0)``: every pair of rows, [B, P, M] and [B, R, M] (or 2-D) -> [B, P, R],
+  ``(sum |a - b|**p)**(1/p)`` summed directly (torch switches to a matrix product for p = 2 on
+  large inputs: faster there, and less accurate).
+
+Sums run in float64; ``p`` is a finite number > 0 (1 and 2 take exact fast paths).
+"""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+
+from ..errors import ParamError, ShapeError
+from ..runtime import as_array, as_traced, traced
+from ._op import Param, op
+from .layout import _axis, bcast
+
+_FLOATS = ["float32", "float64"]
+_P = Param("p", float, 2.0, low=1e-3, high=1e3, doc="the norm's power")
+
+
+def _pair(name, x1, x2):
+    a, b = as_array(x1, name, "x1"), as_array(x2, name, "x2")
+    if traced([a, b]):
+        a, b = as_traced([a, b])
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ShapeError(f"{name}: x1 {a.shape} and x2 {b.shape} do not broadcast") from None
+    return bcast(a, shape), bcast(b, shape), shape
+
+
+def _pow_abs(d, p: float):
+    """|d|**p in float64 (the exact products for p = 1 and 2)."""
+    a = hl.abs(d)
+    if p == 1:
+        return a
+    if p == 2:
+        return a * a
+    return hl.select(a == hl.f64(0), hl.f64(0), hl.exp(hl.f64(p) * hl.log(a)))
+
+
+def _root(s, p: float):
+    if p == 1:
+        return s
+    if p == 2:
+        return hl.sqrt(s)
+    return hl.select(s == hl.f64(0), hl.f64(0), hl.exp(hl.log(s) / hl.f64(p)))
+
+
+# -- cosine_similarity ---------------------------------------------------------------------------
+
+def _cos_ref(x1, x2, dim=1, eps=1e-8):
+    a, b = np.broadcast_arrays(np.asarray(x1, np.float64), np.asarray(x2, np.float64))
+    n1 = np.maximum(np.sqrt((a * a).sum(axis=dim)), eps)
+    n2 = np.maximum(np.sqrt((b * b).sum(axis=dim)), eps)
+    return ((a * b).sum(axis=dim) / (n1 * n2)).astype(np.asarray(x1).dtype)
+
+
+def _cos_frontend(x1, x2, dim=1, eps=1e-8):
+    """Cosine similarity along ``dim`` (``F.cosine_similarity``)."""
+    a, b, shape = _pair("cosine_similarity", x1, x2)
+    ax = _axis("cosine_similarity", dim, len(shape))
+    o, n, i = int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:]))
+    out = cosine_similarity.kernel(a.reshape(o, n, i), b.reshape(o, n, i), eps=float(eps))
+    return out.reshape(shape[:ax] + shape[ax + 1:])
+
+
+@op(category="distance", inputs={"x1": "O R I", "x2": "O R I"}, output="O I", dtypes=_FLOATS,
+    params=[Param("eps", float, 1e-8, low=0.0, doc="smallest norm used")],
+    reference=_cos_ref, kernel_reference=lambda x1, x2, eps=1e-8: _cos_ref(x1, x2, 1, eps),
+    frontend=_cos_frontend, example={"O": 16, "R": 64, "I": 4})
+def cosine_similarity(x1, x2, *, eps, dims):
+    """dot / (max(|x1|, eps) max(|x2|, eps)) along R, sums in float64."""
+    i, o = hl.Var("i"), hl.Var("o")
+    r = hl.RDom([hl.Range(0, dims.R)], "r")
+    f64 = hl.Float(64)
+    a, b = hl.cast(f64, x1[i, r, o]), hl.cast(f64, x2[i, r, o])
+    sums = hl.Func("sums")
+    sums[i, o] = (hl.f64(0), hl.f64(0), hl.f64(0))
+    sums[i, o] = (sums[i, o][0] + a * b, sums[i, o][1] + a * a, sums[i, o][2] + b * b)
+    e = hl.f64(eps)
+    n1 = hl.max(hl.sqrt(sums[i, o][1]), e)
+    n2 = hl.max(hl.sqrt(sums[i, o][2]), e)
+    out = hl.Func("out")
+    out[i, o] = hl.cast(x1.type(), sums[i, o][0] / (n1 * n2))
+    return out
+
+
+# -- pairwise_distance ---------------------------------------------------------------------------
+
+def _pd_ref(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    d = np.asarray(x1, np.float64) - np.asarray(x2, np.float64) + eps
+    out = (np.abs(d) ** p).sum(axis=-1, keepdims=keepdim) ** (1.0 / p)
+    return out.astype(np.asarray(x1).dtype)
+
+
+def _pd_frontend(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``F.pairwise_distance``: the p-norm of ``x1 - x2 + eps`` over the last axis."""
+    a, b, shape = _pair("pairwise_distance", x1, x2)
+    if not shape:
+        raise ShapeError("pairwise_distance: x1 and x2 need at least one axis")
+    c = shape[-1]
+    out = pairwise_distance.kernel(a.reshape(-1, c), b.reshape(-1, c), p=p, eps=float(eps))
+    return out.reshape(shape[:-1] + ((1,) if keepdim else ()))
+
+
+@op(category="distance", inputs={"x1": "R C", "x2": "R C"}, output="R", dtypes=_FLOATS,
+    params=[_P, Param("eps", float, 1e-6, low=-1.0, high=1.0, doc="added to the difference")],
+    reference=_pd_ref, kernel_reference=lambda x1, x2, p=2.0, eps=1e-6: _pd_ref(x1, x2, p, eps),
+    frontend=_pd_frontend, example={"R": 64, "C": 32})
+def pairwise_distance(x1, x2, *, p, eps, dims):
+    """||x1[r] - x2[r] + eps||_p, summed in float64."""
+    r = hl.Var("r")
+    c = hl.RDom([hl.Range(0, dims.C)], "c")
+    f64 = hl.Float(64)
+    acc = hl.Func("acc")
+    acc[r] = hl.f64(0)
+    acc[r] += _pow_abs(hl.cast(f64, x1[c, r]) - hl.cast(f64, x2[c, r]) + hl.f64(eps), p)
+    out = hl.Func("out")
+    out[r] = hl.cast(x1.type(), _root(acc[r], p))
+    return out
+
+
+# -- cdist ---------------------------------------------------------------------------------------
+
+def _cdist_ref(x1, x2, p=2.0):
+    a, b = np.asarray(x1, np.float64), np.asarray(x2, np.float64)
+    d = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    return ((d ** p).sum(-1) ** (1.0 / p)).astype(np.asarray(x1).dtype)
+
+
+def _cdist_frontend(x1, x2, p=2.0):
+    """``torch.cdist``: the p-norm distance of every row of ``x1`` [..., P, M] to every row of
+    ``x2`` [..., R, M] (the batch axes must match)."""
+    a, b = as_array(x1, "cdist", "x1"), as_array(x2, "cdist", "x2")
+    if traced([a, b]):
+        a, b = as_traced([a, b])
+    if a.ndim < 2 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-1]:
+        raise ShapeError(f"cdist: x1 [..., P, M] and x2 [..., R, M] must share the batch axes "
+                         f"and M, got {a.shape} and {b.shape}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < float("inf"):
+        raise ParamError(f"cdist: 'p' must be a finite number > 0, got {p!r}")
+    lead = a.shape[:-2]
+    out = cdist.kernel(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]),
+                       p=float(p))
+    return out.reshape(lead + out.shape[-2:])
+
+
+@op(category="distance", inputs={"x1": "B P M", "x2": "B Q M"}, output="B P Q",
+    dtypes=_FLOATS, params=[_P], reference=_cdist_ref, kernel_reference=_cdist_ref,
+    frontend=_cdist_frontend, example={"B": 2, "P": 40, "Q": 30, "M": 16})
+def cdist(x1, x2, *, p, dims):
+    """out[b, i, j] = ||x1[b, i] - x2[b, j]||_p, summed in float64."""
+    q, pp, b = hl.Var("q"), hl.Var("p"), hl.Var("b")
+    m = hl.RDom([hl.Range(0, dims.M)], "m")
+    f64 = hl.Float(64)
+    acc = hl.Func("acc")
+    acc[q, pp, b] = hl.f64(0)
+    acc[q, pp, b] += _pow_abs(hl.cast(f64, x1[m, pp, b]) - hl.cast(f64, x2[m, q, b]), p)
+    out = hl.Func("out")
+    out[q, pp, b] = hl.cast(x1.type(), _root(acc[q, pp, b], p))
+    return out
