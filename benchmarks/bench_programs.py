@@ -32,6 +32,35 @@ def _torch():
         return None
 
 
+def _autoscheduled(jitted, x, name: str) -> dict:
+    """Halide's autoscheduler ``name`` on the same fused algorithm (the traced graph op), as a
+    peer called with preallocated-free fresh outputs like PyPTO's."""
+    import sys as _sys
+
+    from pypto.compiler import targets
+    from pypto.runtime import run_kernel
+    from pypto.schedule.autoschedule import import_schedule
+
+    jit_mod = _sys.modules["pypto.frontend.jit"]
+    jitted(x)
+    seg = next(iter(jitted._cache.values())).segment
+    op, target = seg.op, targets.current()
+    try:
+        sched = import_schedule(op, op.dtypes[0], {}, op.call_dims, name, target)
+        kernel = jit_mod.compile_graph_op(op, target, schedule=sched)
+    except Exception as e:   # an autoscheduler that fails is reported, not hidden
+        print(f"  ({name} on the fused algorithm failed: {str(e)[:200]})")
+        return {}
+    arrays = [n.value for n, _ in seg.graph.sources]
+    shapes = seg.shapes
+
+    def call():
+        ins = [a.reshape(s or (1,)) for a, s in zip(arrays, shapes)]
+        return run_kernel(kernel, op, ins, op.call_dims)[0].reshape(seg.out_shapes[0])
+
+    return {f"halide {name} (fused algorithm)": call}
+
+
 def chain_case(n):
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     ops = pypto.ops
@@ -53,6 +82,7 @@ def chain_case(n):
         return t
 
     cands = {"pypto per-op": per_op, "pypto.jit (fused)": lambda: fused(x), "numpy": numpy}
+    cands.update(_autoscheduled(fused, x, "adams2019"))
     torch = _torch()
     if torch is not None:
         xt = torch.from_numpy(x)

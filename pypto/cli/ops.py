@@ -65,6 +65,21 @@ def show(name, shape, dtype, params, target):
     from .common import dtype_signature
 
     op = resolve_op(name)
+    if hasattr(op, "specialize"):       # a composite op: its graph at a shape, then as an op
+        click.echo(click.style(op.public_signature(), bold=True))
+        click.echo(f"category: {op.category} (composite: written from other ops)")
+        if op.doc:
+            click.echo("\n" + op.doc)
+        if not (shape or op.example):
+            raise click.UsageError(f"give --shape with {', '.join(op.input_dims) or 'its dims'} "
+                                   "to see its graph and loop nest")
+        op = op.specialize(parse_shape(shape) if shape else op.example,
+                           tuple(dtype.split(",")) if dtype else None, parse_params(params))
+        click.echo(click.style("\nGraph:", bold=True))
+        for i, n in enumerate(op.graph.nodes):
+            ins = ", ".join(str(op.graph.ref(t)) for t in n.inputs)
+            click.echo(f"  n{i}: {n.describe()}({ins}) -> {[s for s, _ in n.outs]}  [{n.where}]")
+        shape, dtype, params = ",".join(f"{d}={op.call_dims[d]}" for d in op.input_dims), None, ()
     click.echo(click.style(op.public_signature(), bold=True))
     click.echo(f"kernel:   {op.signature()}")
     click.echo(f"category: {op.category}")

@@ -83,9 +83,29 @@ class Graph:
                 visit(node, k)
         finally:
             sys.setrecursionlimit(old)
-        self.index = {n.id: i for i, n in enumerate(self.nodes)}
         self.src_index = {(n.id, k): i for i, (n, k) in enumerate(self.sources)}
+        self.index: dict[int, int] = {}
+        self._dedupe()
         self.key = self._key()
+
+    def _dedupe(self) -> None:
+        """Common subexpressions: a node equal to an earlier one (same op, parameters and
+        inputs) is that node (``x.min()`` written twice is computed once)."""
+        kept: list[Node] = []
+        seen: dict[tuple, int] = {}
+        for n in self.nodes:
+            ins = tuple(self.ref(t) for t in n.inputs)
+            if n.kind == "op":
+                sig = ("op", n.op.name, id(n.op), n.dtypes,
+                       tuple(sorted((k, repr(v)) for k, v in n.params.items())), ins)
+            else:
+                sig = (n.kind, repr(n.aux), ins, n.outs[0][0], n.outs[0][1].str)
+            at = seen.get(sig)
+            if at is None:
+                at = seen[sig] = len(kept)
+                kept.append(n)
+            self.index[n.id] = at
+        self.nodes = kept
 
     def source_shape(self, i: int) -> tuple[int, ...]:
         node, k = self.sources[i]
@@ -579,7 +599,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         n: Node = a["node"]
         directives = None if safe else _anchor_directives(a, n, target, claimed)
         for name in a["outs"]:
-            if name not in claimed:
+            if name not in claimed and name in built.funcs:   # (an unused output is no Func)
                 out.append(D("compute_root", name))
         if directives is None:
             for name in a["outs"]:
@@ -599,7 +619,8 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
                     continue
                 out.append(D("compute_root", name))
         else:
-            out += directives
+            out += [d for d in directives if d.func in built.funcs
+                    and d.get("at", d.func) in built.funcs]
             handled |= {f for f, _ in claimed.values()}
     for name in sorted(low.materialize):
         info = built.funcs.get(name)

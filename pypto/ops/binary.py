@@ -141,6 +141,12 @@ def _operands(name: str, names, values, cond: str | None):
             raise DtypeError(f"{name}: argument '{cond}' must be a bool array, got dtype "
                              f"{c.dtype.name} (use a comparison such as x > 0)")
     typed = {n: a for n, a in arrays.items() if n != cond}
+    numeric = {a.dtype for a in typed.values() if a.dtype != np.bool_}
+    if len(numeric) == 1 and len(typed) > 1:
+        # A bool mask meets numbers (dy * (x > 0)): True is 1, as NumPy promotes it.
+        (to,) = numeric
+        typed = {n: (a.astype(to) if a.dtype == np.bool_ else a) for n, a in typed.items()}
+        arrays.update(typed)
     dts = {a.dtype for a in typed.values()}
     if len(dts) > 1:
         (n1, a1), (n2, a2) = [(n, a) for n, a in typed.items()][:2]
@@ -196,7 +202,20 @@ def _frontend(name: str, arg_names, cond: str | None = None):
     sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                              for n in arg_names])
 
+    accepted: set = set()   # np.dtype objects of the op's signatures, filled on the first call
+
     def call(*args, **kwargs):
+        if cond is None and not kwargs and len(args) == len(arg_names):
+            # Same-shape, same-dtype arrays (the common call): no binding, promotion or
+            # broadcasting to work out; the result is what the general path below gives.
+            a0 = args[0]
+            if type(a0) is np.ndarray and all(type(v) is np.ndarray and v.shape == a0.shape
+                                              and v.dtype == a0.dtype for v in args):
+                if not accepted:
+                    accepted.update(np.dtype(s[-1]) for s in _OPS[name].dtypes)
+                if a0.dtype in accepted and a0.size:
+                    _, r, c = _plan(a0.shape)
+                    return _OPS[name].kernel(*[v.reshape(r, c) for v in args]).reshape(a0.shape)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -226,6 +245,7 @@ def _frontend(name: str, arg_names, cond: str | None = None):
 
     call.__signature__ = sig
     call.__name__ = name
+    call.shape_only = True   # no array values read: runtime.call_public may skip it
     return call
 
 

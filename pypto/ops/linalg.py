@@ -115,7 +115,8 @@ def _matmul_frontend(a, b):
         out = out[..., 0]
     if out.ndim == 0:
         return out[()]  # 1-D @ 1-D is a scalar, as in NumPy
-    return np.ascontiguousarray(out)
+    # (a traced Tensor has no memory layout: np.ascontiguousarray would ask for its value)
+    return np.ascontiguousarray(out) if isinstance(out, np.ndarray) else out
 
 
 def _product(a, b, k: hl.RDom, n_index, m_index, batch=()):
@@ -307,3 +308,9 @@ def batch_transpose(x):
     out = hl.Func("out")
     out[e, r, c, b] = x[e, c, r, b]
     return out
+
+
+# These frontends depend only on their arguments' dtypes, shapes and parameters, never on array
+# values: a repeated call may skip them (runtime.call_public records what they did once).
+for _fe in (_matmul_frontend, _linear_frontend, _transpose_frontend):
+    _fe.shape_only = True

@@ -38,10 +38,12 @@ def test_pypto_tune_stores_a_program_and_the_next_call_uses_it(user_db, tmp_path
         return pypto.ops.tanh(0.5 * x + 0.1) * pypto.ops.sigmoid(x) + 1
 
     x = np.random.default_rng(0).random((64, 128), np.float32)
+    # Without the default among the baselines there is no default timing the winner must
+    # clear by more than the noise, so the winner is stored whatever the machine's load.
     res = pypto.tune(chain, x, trials=2, storage=f"sqlite:///{tmp_path / 't.db'}",
-                     say=lambda s: None)
-    assert {"default", "unfused"} <= set(res.table)          # the unfused program is a baseline
-    assert res.written
+                     baselines=("unfused",), say=lambda s: None)
+    assert "unfused" in res.table                   # the program run op by op is a baseline
+    assert res.written, res.message
     files = list(user_db.rglob("g_*.json"))
     assert len(files) == 1
     np.testing.assert_allclose(chain(x), np.tanh(0.5 * x + 0.1) / (1 + np.exp(-x)) + 1, rtol=1e-5)

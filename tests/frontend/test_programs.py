@@ -500,3 +500,25 @@ def test_a_fused_schedule_failing_at_run_time_falls_back_to_the_safe_default(mon
     np.testing.assert_allclose(f(x), np.exp(x) * 3, rtol=1e-6)
     step = next(iter(f._cache.values()))
     assert step.segment.kernel.source == "default (fused, safe)"
+
+
+def test_an_unused_output_of_a_multi_output_op_does_not_break_the_pipeline():
+    x, h, c = _f32(2, 4), _f32(2, 4), _f32(2, 4)
+    wi, wh = _f32(16, 4), _f32(16, 4)
+    f = pypto.jit(lambda x, h, c, wi, wh: pypto.ops.lstm_cell(x, h, c, wi, wh)[1])
+    np.testing.assert_allclose(f(x, h, c, wi, wh), pypto.ops.lstm_cell(x, h, c, wi, wh)[1],
+                               rtol=1e-5, atol=1e-6)
+    assert next(iter(f._cache.values())).segment.kernel.source == "default (fused)"
+
+
+def test_a_bool_mask_times_numbers_promotes_like_numpy_eager_and_traced():
+    x = _f32(3, 5)
+    want = x * (x > 0)
+    np.testing.assert_array_equal(pypto.ops.mul(x, x > 0), want)
+    np.testing.assert_array_equal(pypto.jit(lambda x, dy: dy * (x > 0))(x, x), want)
+
+
+def test_stacked_matmul_traces_without_a_break():
+    a, b = _f32(2, 3, 4), _f32(4, 5)
+    np.testing.assert_allclose(pypto.jit(lambda a, b: a @ b, fullgraph=True)(a, b), a @ b,
+                               rtol=1e-5)
