@@ -18,14 +18,7 @@ import numpy as np
 from ..errors import PyptoError
 from . import tensor as T
 from .graph import Graph
-
-
-@dataclasses.dataclass(frozen=True)
-class Spec:
-    """An input known by shape and dtype only."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
+from .tensor import Spec
 
 
 def spec(shape, dtype="float32") -> Spec:
@@ -84,13 +77,7 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
     errors: list[str] = []
     outs: list = []
     try:
-        args = []
-        for i, s in enumerate(specs):
-            if isinstance(s, Spec):
-                args.append(T.spec_input(s.shape, s.dtype, name=f"arg{i}", where=f"argument #{i}"))
-            else:
-                a = np.asarray(s)
-                args.append(ctx.input_for(a, name=f"arg{i}", where=f"argument #{i}"))
+        args = T.trace_inputs(ctx, specs)
         try:
             result = fn(*args)
             from .jit import _result_structure

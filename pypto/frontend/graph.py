@@ -572,7 +572,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     slower than its ops run one by one.
     """
     from ..compiler import targets
-    from ..schedule.defaults import generic, output_directives
+    from ..schedule.defaults import output_directives
 
     op = built.op
     low: Lowering = op.plan

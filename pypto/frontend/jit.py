@@ -21,9 +21,7 @@ import dataclasses
 import functools
 import threading
 import warnings
-import weakref
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -319,7 +317,7 @@ def _is_array_like(x) -> bool:
 
 def _unflatten(struct, leaves):
     kind = struct[0]
-    if kind == "A":
+    if kind in ("A", "X"):
         return leaves[struct[1]]
     if kind == "L":
         return [_unflatten(s, leaves) for s in struct[1]]
@@ -635,14 +633,8 @@ def _result_structure(result):
 
 
 def _rebuild(struct, leaves):
-    kind = struct[0]
-    if kind == "X":
-        return leaves[struct[1]]
-    if kind == "L":
-        return [_rebuild(s, leaves) for s in struct[1]]
-    if kind == "T":
-        return tuple(_rebuild(s, leaves) for s in struct[1])
-    return {k: _rebuild(s, leaves) for k, s in struct[1]}
+    """The inverse of :func:`_result_structure` (its "X" leaves are the same as "A" ones)."""
+    return _unflatten(struct, leaves)
 
 
 def _located(e: PyptoError) -> PyptoError:

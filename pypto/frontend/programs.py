@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 
 from ..errors import FusionError, GraphBreakError, ShapeError
 from . import tensor as T
@@ -35,7 +34,6 @@ def trace_graph_op(fn: Callable, inputs: Sequence[Any], kwargs: Mapping | None =
                    name: str | None = None) -> GraphOp:
     """``fn`` traced on ``inputs`` (arrays, or :func:`~pypto.frontend.check.spec` s) as one
     graph op; raises FusionError when the function breaks (it would not be one pipeline)."""
-    from .check import Spec
     from .composite import CompositeOp
     from .jit import JitFunction
 
@@ -45,12 +43,7 @@ def trace_graph_op(fn: Callable, inputs: Sequence[Any], kwargs: Mapping | None =
     ctx = T.TraceContext(fullgraph=True, name=label)
     token = T.activate(ctx)
     try:
-        args = []
-        for i, a in enumerate(inputs):
-            if isinstance(a, Spec):
-                args.append(T.spec_input(a.shape, a.dtype, name=f"arg{i}", where=f"argument #{i}"))
-            else:
-                args.append(ctx.input_for(np.asarray(a), name=f"arg{i}", where=f"argument #{i}"))
+        args = T.trace_inputs(ctx, inputs)
         try:
             result = body(*args, **(kwargs or {}))
         except GraphBreakError as e:

@@ -17,6 +17,7 @@ other weights reuses the same pipeline.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import itertools
 import linecache
 import math
@@ -474,6 +475,25 @@ def _context() -> TraceContext:
         raise TraceError("this pypto.Tensor belongs to a trace that has ended; Tensors live only "
                          "inside the traced function (return it to get an array)")
     return ctx
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """An input known by shape and dtype only (``pypto.spec``)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def trace_inputs(ctx: TraceContext, inputs) -> list[Tensor]:
+    """Tensors for a traced function's arguments: arrays, or specs known by shape and dtype."""
+    out = []
+    for i, a in enumerate(inputs):
+        if isinstance(a, Spec):
+            out.append(spec_input(a.shape, a.dtype, name=f"arg{i}", where=f"argument #{i}"))
+        else:
+            out.append(ctx.input_for(np.asarray(a), name=f"arg{i}", where=f"argument #{i}"))
+    return out
 
 
 def spec_input(shape, dtype, name: str | None = None, where: str = "") -> Tensor:
