@@ -47,9 +47,18 @@ def _rows(name, value_of, init, combine, t, dims):
     return f
 
 
+def _is_nonzero(v):
+    """v != 0, with NaN nonzero: floats are tested on their bits (Halide's float compares
+    assume no NaN)."""
+    if v.type().is_bool():
+        return v
+    if v.type().is_float():
+        return _ew._magnitude_bits(v) != 0
+    return v != hl.cast(v.type(), 0)
+
+
 def _nonzero(x, k, o):
-    v = x[k, o]
-    return v if v.type().is_bool() else v != hl.cast(v.type(), 0)
+    return _is_nonzero(x[k, o])
 
 
 def _reduction(name, fn, ref, doc, dtypes=_FLOATS, params=()):
@@ -161,7 +170,7 @@ def vector_norm(x, *, ord, p, dims):  # noqa: A002
     elif ord == "2":
         term = lambda k, oo: hl.cast(f64, x[k, oo]) * hl.cast(f64, x[k, oo])  # noqa: E731
     elif ord == "0":
-        term = lambda k, oo: hl.cast(f64, x[k, oo] != hl.cast(t, 0))  # noqa: E731
+        term = lambda k, oo: hl.cast(f64, _is_nonzero(x[k, oo]))  # noqa: E731
     else:
         term = lambda k, oo: hl.pow(hl.abs(hl.cast(f64, x[k, oo])), hl.f64(p))  # noqa: E731
     acc = _rows("acc", term, 0, lambda a, b: a + b, f64, dims)
