@@ -20,6 +20,7 @@ from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, Fu
                      StaleScheduleError, TargetError, TraceError, UnknownOpError)
 from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
                        target_specific, tune)
+from .infra.pool import memory_policy
 from .infra.version import __version__
 from .ops import Op, Param, get_op, list_ops, op
 from .schedule.directives import Directive
@@ -31,6 +32,6 @@ __all__ = [
     "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
     "add_schedule_path", "check_graph", "cond", "def_gradient", "explain", "fuse", "get_op",
-    "grad", "jit", "list_ops", "op", "ops", "profile", "register_op", "spec", "target",
+    "grad", "jit", "list_ops", "memory_policy", "op", "ops", "profile", "register_op", "spec", "target",
     "target_specific", "tune", "value_and_grad", "vjp",
 ]

@@ -33,9 +33,21 @@ class Kernel:
     disk: bool = False  # loaded from the persistent compile cache (called with NumPy arrays)
 
 
+class _Selection(dict):
+    """The kernel chosen per call key. Clearing it (a database added or removed, the memory cache
+    dropped) also retires the runtime's per-signature fast paths, which hold chosen kernels."""
+
+    def clear(self) -> None:
+        global generation
+        super().clear()
+        generation += 1
+
+
+#: Bumped whenever chosen kernels are forgotten; a fast path made under another value is stale.
+generation = 0
 _lock = threading.Lock()
 _compiled: dict[tuple, Kernel] = {}   # (op, dtypes, params, schedule hash, target) -> Kernel
-_selected: dict[tuple, Kernel] = {}   # (op, dtypes, params, dims, target) -> Kernel
+_selected: _Selection = _Selection()  # (op, dtypes, params, dims, target) -> Kernel
 # Schedules that could not be compiled, by the key they would have in _compiled, with the error:
 # a later database pick of the same schedule falls back at once, an explicit request raises again.
 _failed: dict[tuple, ScheduleError | CompileError] = {}

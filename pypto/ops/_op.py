@@ -31,8 +31,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..compiler.lower import Dims  # what an algorithm receives as ``dims``; made by lowering
 from ..errors import OpDefinitionError, ParamError
+from ..runtime import call_op as _call_op
+from ..runtime import call_public as _call_public
 
 _DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -192,6 +196,11 @@ class Op:
         # inputs must satisfy more than their dtype (indices, boxes, positive variances).
         self.make_inputs = make_inputs
         self._accepts = set(inspect.signature(algorithm).parameters)
+        self._fast: dict = {}     # kernel-call signature -> the runtime's prepared fast path
+        self._public: dict = {}   # public-call signature -> the same, through the frontend
+        if "out" in {t.name for t in self.inputs} | {p.name for p in self.params}:
+            raise OpDefinitionError(f"{where}: 'out' names the output array of every op call "
+                                    f"(out=); name the input or parameter otherwise")
 
     # -- declaration helpers --------------------------------------------------------------------
     @property
@@ -253,16 +262,70 @@ class Op:
                 f"op {self.name!r}: algorithm returned {len(funcs)} Func(s), declared {len(self.outputs)}")
         return funcs
 
-    def __call__(self, *args, **kwargs):
-        if self.frontend is not None:
-            return self.frontend(*args, **kwargs)
-        return self.kernel(*args, **kwargs)
+    def __call__(self, *args, out=None, **kwargs):
+        """The public call. ``out=`` (an array, or a tuple for several outputs) receives the
+        result in place, as in NumPy; see :meth:`_call_into`."""
+        if self.frontend is None:
+            return _call_op(self, args, kwargs, out)
+        if getattr(self.frontend, "shape_only", False):
+            return _call_public(self, args, kwargs, out)
+        if out is not None:
+            return self._call_into(args, kwargs, out)
+        return self.frontend(*args, **kwargs)
 
-    def kernel(self, *args, **kwargs):
+    def kernel(self, *args, out=None, **kwargs):
         """Runs the algorithm directly on arrays in its canonical named-dim form (no frontend)."""
-        from ..runtime import call_op
+        return _call_op(self, args, kwargs, out)
 
-        return call_op(self, args, kwargs)
+    def _call_into(self, args, kwargs, out):
+        """The public call writing into ``out``.
+
+        The frontend runs as usual; its call of this op's kernel takes ``out`` (viewed in the
+        kernel's shape, checked by ``runtime.check_out``) as the kernel's output, so the kernel
+        writes into it. When the frontend's result is ``out`` itself (same memory, shape and
+        strides), ``out`` is returned: no copy. Otherwise (a frontend that reorders the kernel's
+        result, or computes it without this kernel) the result is copied into ``out`` once.
+        Frontends need no code for this; new ops get ``out=`` by being declared.
+        """
+        from ..runtime import out_arrays, out_stats, pending_out
+
+        # What can be checked before anything runs; shapes and dtypes are checked against the
+        # kernel's outputs when it is called, and against the frontend's result here after.
+        outs = out_arrays(self.name, out, len(self.outputs), [t.name for t in self.outputs])
+        pend = [self, out, False]
+        token = pending_out.set(pend)
+        try:
+            if self.frontend is not None:
+                result = self.frontend(*args, **kwargs)
+            else:
+                result = _call_op(self, args, kwargs)
+        finally:
+            pending_out.reset(token)
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) != len(outs):
+            from ..errors import ParamError
+
+            raise ParamError(f"{self.name}: out= gives {len(outs)} array(s) but the call "
+                             f"returns {len(results)}")
+        for i, (o, r) in enumerate(zip(outs, results)):
+            what = f"out[{i}]" if len(outs) > 1 else "out"
+            r = np.asarray(r)
+            if r.shape != o.shape:
+                from ..errors import ShapeError
+
+                raise ShapeError(f"{self.name}: {what} has shape {o.shape}; expected {r.shape} "
+                                 f"(the shape of the result)")
+            if r.dtype != o.dtype:
+                from ..errors import DtypeError
+
+                raise DtypeError(f"{self.name}: {what} has dtype {o.dtype}; expected {r.dtype} "
+                                 f"(the dtype of the result)")
+            if r.strides == o.strides and r.ctypes.data == o.ctypes.data:
+                out_stats["in_place"] += 1
+            else:
+                np.copyto(o, r)   # NumPy copies through a temporary where the two overlap
+                out_stats["copied"] += 1
+        return out
 
     def kernel_ref(self, *arrays, **params):
         """The NumPy reference for a canonical-form call (what the tuner checks candidates with)."""
@@ -301,3 +364,4 @@ def op(
         return the_op
 
     return wrap
+

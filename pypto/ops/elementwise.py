@@ -537,17 +537,29 @@ def _frontend(name: str, params, check=None):
         + [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default)
            for p in params])
 
+    # The common call, f(x) with every parameter at its default, skips the signature binding
+    # (it costs more than a small kernel); any other call binds as documented.
+    defaults = {p.name: p.default for p in params}
+    plain = all(p.default is not inspect.Parameter.empty for p in params)
+    accepted: set = set()   # np.dtype objects of the op's signatures, filled on the first call
+
     def call(*args, **kwargs):
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise ParamError(f"{name}: {e}") from None
-        bound.apply_defaults()
-        given = dict(bound.arguments)
-        a = as_array(given.pop("x"), name, "x")
+        if plain and len(args) == 1 and not kwargs:
+            x, given = args[0], dict(defaults)
+        else:
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise ParamError(f"{name}: {e}") from None
+            bound.apply_defaults()
+            given = dict(bound.arguments)
+            x = given.pop("x")
+        a = as_array(x, name, "x")
         the_op = _OPS[name]
-        allowed = sorted({s[0] for s in the_op.dtypes})
-        if a.dtype.name not in allowed:
+        if not accepted:
+            accepted.update(np.dtype(s[0]) for s in the_op.dtypes)
+        if a.dtype not in accepted and a.dtype.name not in (allowed := sorted(
+                {s[0] for s in the_op.dtypes})):
             raise DtypeError(f"{name}: argument 'x' has dtype {a.dtype.name}; expected "
                              f"{' or '.join(allowed)}")
         if check is not None:
@@ -564,6 +576,7 @@ def _frontend(name: str, params, check=None):
 
     call.__signature__ = sig
     call.__name__ = name
+    call.shape_only = True   # no array values read: runtime.call_public may skip it
     return call
 
 

@@ -26,6 +26,7 @@ Conventions:
 
 from __future__ import annotations
 
+import math
 import operator
 
 import halide as hl
@@ -72,9 +73,11 @@ def _reduce_call(the_op, x, axis, keepdims, single=False, **params):
         raise ParamError(f"{name}: parameter 'keepdims' expects a bool, got {keepdims!r}")
     axes = _axes(name, axis, x.ndim, single=single)
     kept = [i for i in range(x.ndim) if i not in axes]
-    o = int(np.prod([x.shape[i] for i in kept], dtype=np.int64))
-    r = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    moved = np.transpose(x, kept + list(axes)) if x.ndim else x
+    # Python ints: np.prod of a short list costs microseconds, a small call's whole budget.
+    o = math.prod([x.shape[i] for i in kept])
+    r = math.prod([x.shape[i] for i in axes])
+    order = kept + list(axes)
+    moved = np.transpose(x, order) if x.ndim and order != list(range(x.ndim)) else x
     flat = moved.reshape(o, r)
     res = _arg_blocks(the_op, flat) if single else the_op.kernel(flat, **params)
     if keepdims:
@@ -437,3 +440,9 @@ def logsumexp(x, *, dims):
     finite = hl.cast(t, hl.cast(hl.Float(64), m) + hl.log(acc[o]))
     out[o] = hl.select(hl.is_finite(m), finite, m)
     return out
+
+
+# These frontends depend only on their arguments' dtypes, shapes and parameters, never on array
+# values: a repeated call may skip them (runtime.call_public records what they did once).
+for _fe in (_sum_frontend, _mean_frontend, _prod_frontend, _max_frontend, _min_frontend, _argmax_frontend, _argmin_frontend, _var_frontend, _std_frontend, _logsumexp_frontend):
+    _fe.shape_only = True

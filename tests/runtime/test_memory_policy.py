@@ -1,0 +1,97 @@
+"""``pypto.memory_policy``: a pool that recycles dropped outputs and never one still held."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.ops as P
+from pypto.errors import ParamError
+from pypto.infra.pool import Pool, active_pool
+
+
+def test_a_held_buffer_is_never_handed_out_again():
+    pool = Pool()
+    a = pool.empty((4, 4), np.float32)
+    b = pool.empty((4, 4), np.float32)
+    assert not np.shares_memory(a, b)
+    view = a[1:, 1:]
+    del a
+    c = pool.empty((4, 4), np.float32)          # a lives on through its view
+    assert not np.shares_memory(c, view) and not np.shares_memory(c, b)
+    del view, c
+    gc.collect()
+    d = pool.empty((4, 4), np.float32)
+    assert pool.reused == 1 and pool.allocated == 3
+    d[:] = 1.0
+    assert not np.shares_memory(d, b)
+
+
+def test_a_dropped_buffer_comes_back_with_any_dtype_of_the_same_size():
+    pool = Pool()
+    a = pool.empty((8,), np.float64)
+    addr = a.ctypes.data
+    del a
+    b = pool.empty((4, 4), np.float32)
+    assert b.ctypes.data == addr and b.shape == (4, 4) and b.dtype == np.float32
+    assert b.flags.c_contiguous and b.flags.writeable
+
+
+def test_other_holders_count_too():
+    pool = Pool()
+    a = pool.empty((16,), np.float32)
+    addr = a.ctypes.data
+    mv = memoryview(a)
+    del a
+    assert pool.empty((16,), np.float32).ctypes.data != addr   # the memoryview holds it
+    del mv
+    assert pool.empty((16,), np.float32).ctypes.data == addr
+    assert pool.reused == 1
+
+
+def test_the_pool_is_bounded():
+    pool = Pool(per_size=2)
+    held = [pool.empty((32,), np.uint8) for _ in range(5)]
+    assert pool.held_bytes() == 64
+    del held
+    pool.empty((32,), np.uint8)
+    assert pool.reused == 1
+
+
+def test_op_outputs_come_from_the_pool_inside_the_block():
+    x = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype(np.float32)
+    want = np.exp(x)
+    with pypto.memory_policy("aggressive_reuse") as pool:
+        kept = P.exp(x)
+        for _ in range(4):
+            r = P.exp(x)
+            assert not np.shares_memory(r, kept)
+            np.testing.assert_allclose(r, want, rtol=2e-6)
+            del r
+        assert pool.reused >= 3
+    np.testing.assert_allclose(kept, want, rtol=2e-6)
+    assert active_pool() is None
+    assert pypto.memory_policy.get() == "fresh"
+
+
+def test_set_makes_it_the_process_default_and_a_block_overrides_it():
+    try:
+        pool = pypto.memory_policy.set("aggressive_reuse")
+        assert active_pool() is pool and pypto.memory_policy.get() == "aggressive_reuse"
+        with pypto.memory_policy("fresh") as none:
+            assert none is None and active_pool() is None
+        assert active_pool() is pool
+    finally:
+        pypto.memory_policy.set("fresh")
+    assert active_pool() is None
+
+
+def test_an_unknown_strategy_is_a_param_error():
+    with pytest.raises(ParamError, match="memory_policy: strategy must be one of"):
+        pypto.memory_policy.set("lru")
+    with pytest.raises(ParamError, match="aggressive_reuse"):
+        with pypto.memory_policy("reuse"):
+            pass
