@@ -539,13 +539,39 @@ class GraphOp(Op):
         algorithm.__signature__ = inspect.Signature(
             [inspect.Parameter(f"i{k}", inspect.Parameter.POSITIONAL_ONLY)
              for k in range(len(graph.sources))])
+        def derive(dims, params):
+            # The output dims, and the extent of every loop variable of the program's Funcs that
+            # is unambiguous (schedules and the tuner's space read extents by variable name).
+            return {**self.func_extents(), **fixed}
+
         super().__init__(name=name or f"g_{graph.key}", category="program", algorithm=algorithm,
                          inputs=inputs, outputs=outputs, dtypes=[sig],
                          reference=lambda *a: tuple(graph.reference(*a)) if len(
                              graph.outputs) > 1 else graph.reference(*a)[0],
-                         derive=(lambda dims, params: dict(fixed)) if fixed else None,
+                         derive=derive if fixed else None,
                          doc=doc or f"a traced program of {len(graph.nodes)} nodes")
         self.schedule_template = fused_schedule
+
+    def func_extents(self) -> dict[str, int]:
+        """``VAR -> extent`` for every Func variable whose name gives one extent in the program
+        (the lowering's own variables are unique per node; an op's own may repeat)."""
+        if getattr(self, "_extents", None) is None:
+            if self.plan is None:
+                from ..compiler.lower import build
+
+                build(self, self.dtypes[0], {})
+            seen: dict[str, set] = {}
+            for v in self.plan.funcs.values():
+                if v.kind == "input":
+                    continue
+                try:
+                    names = [a.name() for a in v.func.args()]
+                except Exception:
+                    continue
+                for nm, n in zip(names, reversed(v.shape)):
+                    seen.setdefault(nm.upper(), set()).add(int(n))
+            self._extents = {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+        return dict(self._extents)
 
     def unfused_schedule(self, dims: Mapping[str, int], target):
         """The program as op-by-op calls would run it (the tuner's "unfused" baseline)."""

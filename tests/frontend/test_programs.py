@@ -522,3 +522,14 @@ def test_stacked_matmul_traces_without_a_break():
     a, b = _f32(2, 3, 4), _f32(4, 5)
     np.testing.assert_allclose(pypto.jit(lambda a, b: a @ b, fullgraph=True)(a, b), a @ b,
                                rtol=1e-5)
+
+
+def test_every_func_of_a_program_gets_its_own_extents_for_the_tuner():
+    from pypto.frontend.programs import trace_graph_op
+    from pypto.infra.inputs import complete_dims
+
+    op = trace_graph_op(lambda x, y: pypto.ops.exp(x).sum(axis=1) + y, [_f32(6, 40), _f32(6)])
+    dims = complete_dims(op, {d: op.call_dims[d] for d in op.input_dims}, {})
+    lifted = [d for d in dims if d.endswith("_X0") and d.startswith("N")]
+    assert lifted and all(dims[d] in (6, 40) for d in lifted)
+    assert dims["O0_0"] == 6
