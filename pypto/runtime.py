@@ -294,6 +294,12 @@ _record: Any = None      # (op, arrays, dtypes, params, dims) -> output Tensors
 _as_tensor: Any = None   # array -> a Tensor of the active trace (an input of the program)
 
 
+#: Set while ``pypto.check_graph`` runs (by the frontend): public op calls then go through
+#: ``checked_call``, which records an op's error and gives a placeholder so checking goes on.
+checking = 0
+checked_call: Any = None
+
+
 def traced(values: Sequence[Any]) -> bool:
     """True when any of ``values`` is a traced Tensor (frontends then keep everything traced)."""
     return bool(_TRACED) and any(type(v) in _TRACED for v in values)

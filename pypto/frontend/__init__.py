@@ -13,12 +13,13 @@ from .composite import CompositeOp, register_op, target_specific
 from .jit import GLOBAL as stats
 from .programs import tune
 from .jit import JitFunction, cond, fuse, jit
-from .tensor import Tensor, as_tensor, current, record_op
+from .tensor import Tensor, as_tensor, checked_call, current, record_op
 
 _runtime._TRACED = (Tensor,)
 _runtime._tracing = current
 _runtime._record = record_op
 _runtime._as_tensor = as_tensor
+_runtime.checked_call = checked_call
 
 __all__ = ["CompositeOp", "GraphReport", "JitFunction", "Tensor", "check_graph", "cond", "fuse",
            "jit", "register_op", "spec", "stats", "target_specific", "tune"]

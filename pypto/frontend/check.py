@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..errors import PyptoError
+from .. import runtime as _runtime
 from . import tensor as T
 from .graph import Graph
 from .tensor import Spec
@@ -62,7 +63,9 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
     """Checks ``fn(*specs)``'s shapes and dtypes without compiling or running a kernel.
 
     Returns a :class:`GraphReport`; ``report.ok`` is False when an op rejected its inputs, and
-    ``report.errors`` then names the error and its ``file:line``.
+    ``report.errors`` then names every error and its ``file:line``: checking goes on past an
+    op's error with a placeholder for its result (what is computed from the placeholder is not
+    checked again, so one mistake is reported once).
     """
     ctx = T.TraceContext(name=getattr(fn, "__name__", "fn"))
     breaks: list[str] = []
@@ -73,8 +76,9 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
         return np.zeros(t.shape, t.dtype)
 
     ctx.on_break = on_break
+    ctx.errors = errors = []
     token = T.activate(ctx)
-    errors: list[str] = []
+    _runtime.checking += 1
     outs: list = []
     try:
         args = T.trace_inputs(ctx, specs)
@@ -83,12 +87,13 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
             from .jit import _result_structure
 
             _, leaves = _result_structure(result)
-            outs = [x for x in leaves if isinstance(x, T.Tensor)]
+            outs = [x for x in leaves if isinstance(x, T.Tensor) and not T.is_poison(x)]
         except PyptoError as e:
             where = _user_location(sys.exc_info()[2])
             text = T.source_line(where)
             errors.append(f"{type(e).__name__}: {e} (at {where}{': ' + text if text else ''})")
     finally:
+        _runtime.checking -= 1
         T.deactivate(token)
     ops = [n for n in ctx.nodes if n.kind == "op"]
     unfused = sum(_nbytes(s, d) for n in ops for s, d in n.outs)

@@ -148,6 +148,8 @@ class Tensor:
 
     # -- views and casts ----------------------------------------------------------------------
     def reshape(self, *shape) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = _resolve_shape(shape, self.size, self.shape)
@@ -161,6 +163,8 @@ class Tensor:
     flatten = ravel
 
     def transpose(self, *axes) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         n = self.ndim
@@ -177,12 +181,16 @@ class Tensor:
         return view(self, ("permute", axes), tuple(self.shape[a] for a in axes))
 
     def swapaxes(self, a: int, b: int) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         axes = list(range(self.ndim))
         a, b = a % self.ndim, b % self.ndim
         axes[a], axes[b] = axes[b], axes[a]
         return self.transpose(axes)
 
     def broadcast_to(self, shape) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         shape = tuple(int(n) for n in shape)
         try:
             if np.broadcast_shapes(self.shape, shape) != shape:
@@ -195,6 +203,8 @@ class Tensor:
         return view(self, ("broadcast", shape), shape)
 
     def squeeze(self, axis=None) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         if axis is None:
             axes = [i for i, n in enumerate(self.shape) if n == 1]
         else:
@@ -205,6 +215,8 @@ class Tensor:
         return self.reshape(tuple(n for i, n in enumerate(self.shape) if i not in axes))
 
     def astype(self, dtype, copy: bool = True) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         dt = np.dtype(dtype)
         if dt == self.dtype:
             return self
@@ -222,6 +234,8 @@ class Tensor:
         return self
 
     def __getitem__(self, key) -> "Tensor":
+        if self.node.kind == "poison":
+            return self
         return _index(self, key)
 
     def __setitem__(self, key, value):
@@ -437,6 +451,7 @@ class TraceContext:
         self.breaks: list[dict] = []
         self.array_inputs: dict[int, Node] = {}   # id(array) -> its input node
         self.refs: dict[tuple[int, int], Any] = {}  # (node id, output) -> weakref to its Tensor
+        self.errors: list[str] | None = None        # check_graph: every op error, then go on
         self._keep: list = []                     # arrays that input nodes refer to
 
     def input_for(self, array: np.ndarray, name: str | None = None, where: str = "") -> "Tensor":
@@ -494,6 +509,35 @@ def trace_inputs(ctx: TraceContext, inputs) -> list[Tensor]:
         else:
             out.append(ctx.input_for(np.asarray(a), name=f"arg{i}", where=f"argument #{i}"))
     return out
+
+
+def poison(where: str) -> Tensor:
+    """A placeholder for the result of a call that failed its checks (``check_graph`` goes on
+    past the error; whatever is computed from it is not checked again)."""
+    node = Node("poison", [], [((), np.float32)], where)
+    return Tensor(node)
+
+
+def is_poison(x) -> bool:
+    return isinstance(x, Tensor) and x.node.kind == "poison"
+
+
+def checked_call(op, call, args, kwargs, out):
+    """An op's public call inside ``check_graph``: an error is recorded with the user's line and
+    a placeholder returned; a call on a placeholder is not checked again."""
+    ctx = current()
+    if ctx is None or ctx.errors is None:
+        return call(args, kwargs, out)
+    if any(is_poison(a) for a in (*args, *kwargs.values())) or any(
+            is_poison(a) for v in args if isinstance(v, (list, tuple)) for a in v):
+        return poison(user_frame())
+    try:
+        return call(args, kwargs, out)
+    except PyptoError as e:
+        where = user_frame()
+        text = source_line(where)
+        ctx.errors.append(f"{type(e).__name__}: {e} (at {where}{': ' + text if text else ''})")
+        return poison(where)
 
 
 def spec_input(shape, dtype, name: str | None = None, where: str = "") -> Tensor:

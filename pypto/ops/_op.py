@@ -35,6 +35,7 @@ import numpy as np
 
 from ..compiler.lower import Dims  # what an algorithm receives as ``dims``; made by lowering
 from ..errors import OpDefinitionError, ParamError
+from .. import runtime as _runtime
 from ..runtime import call_op as _call_op
 from ..runtime import call_public as _call_public
 
@@ -265,6 +266,11 @@ class Op:
     def __call__(self, *args, out=None, **kwargs):
         """The public call. ``out=`` (an array, or a tuple for several outputs) receives the
         result in place, as in NumPy; see :meth:`_call_into`."""
+        if _runtime.checking:     # inside pypto.check_graph: record errors and go on
+            return _runtime.checked_call(self, self._public_call, args, kwargs, out)
+        return self._public_call(args, kwargs, out)
+
+    def _public_call(self, args, kwargs, out):
         if self.frontend is None:
             return _call_op(self, args, kwargs, out)
         if getattr(self.frontend, "shape_only", False):

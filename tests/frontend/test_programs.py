@@ -533,3 +533,17 @@ def test_every_func_of_a_program_gets_its_own_extents_for_the_tuner():
     lifted = [d for d in dims if d.endswith("_X0") and d.startswith("N")]
     assert lifted and all(dims[d] in (6, 40) for d in lifted)
     assert dims["O0_0"] == 6
+
+
+def test_check_graph_reports_every_error_each_with_its_line():
+    def two_mistakes(x, w, v):
+        a = pypto.ops.conv2d(x, w, padding=1)          # wrong channels: error 1
+        b = x @ v                                      # wrong inner dim: error 2
+        return pypto.ops.relu(a) + b.sum()             # built on both: not reported again
+
+    rep = pypto.check_graph(two_mistakes, pypto.spec((1, 16, 8, 8)), pypto.spec((16, 8, 3, 3)),
+                            pypto.spec((5, 3)))
+    first = two_mistakes.__code__.co_firstlineno
+    assert not rep.ok and len(rep.errors) == 2, rep.errors
+    assert f"{__file__}:{first + 1}" in rep.errors[0] and "conv2d" in rep.errors[0]
+    assert f"{__file__}:{first + 2}" in rep.errors[1] and "matmul" in rep.errors[1]
