@@ -184,14 +184,16 @@ def adaptive_avg_pool2d(x, *, out_h, out_w, dims):
     ow, oh, c, n = hl.Var("ow"), hl.Var("oh"), hl.Var("c"), hl.Var("n")
     h0, h1 = (oh * dims.H) / out_h, ((oh + 1) * dims.H + out_h - 1) / out_h
     w0, w1 = (ow * dims.W) / out_w, ((ow + 1) * dims.W + out_w - 1) / out_w
-    # The largest bin spans ceil(n / n_out) + 1 inputs; the RDom covers it, the predicate trims.
+    # The largest bin spans ceil(n / n_out) + 1 inputs: the RDom covers it, a select skips the
+    # rest (a where-predicate instead lost its bounds inside fused programs).
     r = hl.RDom([hl.Range(0, dims.W / out_w + 2), hl.Range(0, dims.H / out_h + 2)], "r")
-    r.where((r.x < w1 - w0) & (r.y < h1 - h0))
+    inside = (r.x < w1 - w0) & (r.y < h1 - h0)
     f64 = hl.Float(64)
     acc = hl.Func("acc")
     acc[ow, oh, c, n] = hl.f64(0)
-    acc[ow, oh, c, n] += hl.cast(f64, x[hl.min(w0 + r.x, dims.W - 1), hl.min(h0 + r.y, dims.H - 1),
-                                        c, n])
+    acc[ow, oh, c, n] += hl.select(inside, hl.cast(f64, x[hl.clamp(w0 + r.x, 0, dims.W - 1),
+                                                          hl.clamp(h0 + r.y, 0, dims.H - 1), c, n]),
+                                   hl.f64(0))
     out = hl.Func("out")
     out[ow, oh, c, n] = hl.cast(x.type(), acc[ow, oh, c, n] / hl.cast(f64, (h1 - h0) * (w1 - w0)))
     return out
