@@ -69,12 +69,17 @@ def kernel_only(op, public_args) -> tuple[Callable[[], object], str]:
         for b, a in zip(bufs, [*arrays, *outs]):
             b.host = a.ctypes.data
         fn = kp.launch.owner.fn
-        return (lambda refs=refs, keep=(bufs, keep, arrays, outs): fn(*refs)), "compile cache (ctypes)"
-    import halide as hl
+        run = lambda refs=refs, keep=(bufs, keep, arrays): fn(*refs)  # noqa: E731
+        kind = "compile cache (ctypes)"
+    else:
+        import halide as hl
 
-    bufs = [hl.Buffer(a.reshape(s)) for a, s in zip([*arrays, *outs], kp.shapes)]
-    cb = kp.kernel.callable
-    return (lambda bufs=bufs: cb(*bufs)), "in-memory JIT (hl.Callable)"
+        hbufs = [hl.Buffer(a.reshape(s)) for a, s in zip([*arrays, *outs], kp.shapes)]
+        cb = kp.kernel.callable
+        run = lambda hbufs=hbufs: cb(*hbufs)  # noqa: E731
+        kind = "in-memory JIT (hl.Callable)"
+    run.outputs = outs   # what the kernel writes (in the public call's shapes)
+    return run, kind
 
 
 def _block(fn: Callable[[], object], n: int) -> float:

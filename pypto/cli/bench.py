@@ -67,9 +67,12 @@ def replace_block(path: str, name: str, text: str) -> None:
 @click.option("--readme", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Write the Markdown table into this file's <!-- bench:start/end --> block.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--overhead", is_flag=True,
+              help="Warm-call overhead in microseconds at tiny sizes (add, exp, sum, matmul): the "
+                   "kernel alone, the PyPTO call, NumPy and torch; the 10 us target is shown.")
 def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_autoschedule_missing,
           roofline, memory, compile_cost, quick, json_out, from_json, plot, roofline_plot, markdown, readme,
-          no_progress):
+          no_progress, overhead):
     """Measure OPS (default: the whole suite) side by side with their peers, verified first.
 
     Every implementation's output is compared with the op's NumPy reference before it is timed;
@@ -77,6 +80,9 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     median of the rounds is reported with its spread. NumPy runs with OPENBLAS_CORETYPE and
     OPENBLAS_L2_SIZE unset (the command restarts itself without them).
     """
+    if overhead:
+        _overhead(quick, json_out, "torch" in compare)
+        return
     from ..bench import harness
 
     if from_json:
@@ -108,6 +114,18 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
         click.echo(f"wrote {plot_speedups(report, plot)}", err=True)
     if roofline_plot:
         _roofline_plot(report, roofline_plot)
+
+
+def _overhead(quick: bool, json_out: str | None, with_torch: bool) -> None:
+    from ..bench import overhead
+
+    rows = overhead.measure(rounds=3 if quick else 9, calls=500 if quick else 2000,
+                            with_torch=with_torch)
+    click.echo(overhead.text(rows))
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump({"target_us": overhead.TARGET_US, "rows": rows}, f, indent=1)
+        click.echo(f"wrote {json_out}", err=True)
 
 
 def _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_missing,
