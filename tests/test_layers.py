@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("database", ("pypto.database",)),
     ("frontend", ("pypto.frontend",)),         # Tensor, tracing, jit (may look schedules up)
     ("autodiff", ("pypto.autodiff",)),
+    ("nn", ("pypto.nn",)),                     # layers written as programs
     ("torch", ("pypto.torch",)),
     ("bench", ("pypto.bench",)),
     ("autotune", ("autotune",)),

@@ -1,0 +1,67 @@
+"""Layers written as PyPTO programs: ``pypto.nn.lstm``.
+
+A layer is a jitted function of its inputs and weights (weights are pipeline inputs, so layers
+with other weights reuse the compiled program), differentiable through ``pypto.grad`` because it
+is built from ops that have gradient rules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from ..errors import ShapeError
+from ..frontend import jit
+
+__all__ = ["lstm"]
+
+
+def _lstm_steps(xs, h, c, w_ih, w_hh, b_ih, b_hh, mask):
+    outs = []
+    for t in range(xs.shape[0]):
+        h_new, c_new = ops.lstm_cell(xs[t], h, c, w_ih, w_hh, b_ih, b_hh)
+        if mask is not None:
+            # A sequence that has ended keeps its state; its outputs past the end are zeros.
+            keep = mask[t]                                 # [B, 1] bool
+            h = ops.where(keep, h_new, h)
+            c = ops.where(keep, c_new, c)
+            outs.append(ops.where(keep, h_new, 0.0))
+        else:
+            h, c = h_new, c_new
+            outs.append(h)
+    return outs, h, c
+
+
+_dense = jit(lambda xs, h, c, w_ih, w_hh, b_ih, b_hh: _lstm_steps(xs, h, c, w_ih, w_hh, b_ih,
+                                                                  b_hh, None))
+_masked = jit(lambda xs, h, c, w_ih, w_hh, b_ih, b_hh, mask: _lstm_steps(xs, h, c, w_ih, w_hh,
+                                                                         b_ih, b_hh, mask))
+
+
+def lstm(xs, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, *, lengths=None):
+    """An LSTM layer over ``xs`` [T, B, IN] (time first, like ``torch.nn.LSTM``'s default).
+
+    Returns ``(outputs [T, B, H], h_T [B, H], c_T [B, H])``. Gates are ordered i, f, g, o as in
+    PyTorch; ``w_ih`` is [4H, IN], ``w_hh`` [4H, H]. With ``lengths`` (ints, [B]) sequences are
+    padded: step ``t`` of sequence ``b`` counts only when ``t < lengths[b]``; its outputs past
+    the end are zeros and ``h_T``/``c_T`` are the states at each sequence's own last step.
+    """
+    xs = np.asarray(xs)
+    if xs.ndim != 3:
+        raise ShapeError(f"lstm: xs must be [T, B, IN], got shape {xs.shape}")
+    hid = np.asarray(h0).shape[-1]
+    dt = xs.dtype
+    b_ih = np.zeros(4 * hid, dt) if b_ih is None else b_ih
+    b_hh = np.zeros(4 * hid, dt) if b_hh is None else b_hh
+    if lengths is None:
+        outs, h, c = _dense(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    else:
+        lengths = np.asarray(lengths)
+        if lengths.shape != (xs.shape[1],) or lengths.dtype.kind not in "iu":
+            raise ShapeError(f"lstm: lengths must be {xs.shape[1]} ints (one per sequence), got "
+                             f"{lengths.dtype.name} of shape {lengths.shape}")
+        if (lengths < 0).any() or (lengths > xs.shape[0]).any():
+            raise ShapeError(f"lstm: lengths must lie in [0, {xs.shape[0]}], got {lengths}")
+        mask = (np.arange(xs.shape[0])[:, None] < lengths[None, :])[:, :, None]   # [T, B, 1]
+        outs, h, c = _masked(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
+    return np.stack(outs), h, c
