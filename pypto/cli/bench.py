@@ -67,12 +67,16 @@ def replace_block(path: str, name: str, text: str) -> None:
 @click.option("--readme", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Write the Markdown table into this file's <!-- bench:start/end --> block.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--programs", is_flag=True,
+              help="Programs (an elementwise chain, an MLP block, a ResNet basic block, a model "
+                   "with data-dependent control flow, a tiny jitted call) fused against per-op "
+                   "calls, NumPy and torch; with --memory also peak memory fused vs unfused.")
 @click.option("--overhead", is_flag=True,
               help="Warm-call overhead in microseconds at tiny sizes (add, exp, sum, matmul): the "
                    "kernel alone, the PyPTO call, NumPy and torch; the 10 us target is shown.")
 def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_autoschedule_missing,
           roofline, memory, compile_cost, quick, json_out, from_json, plot, roofline_plot, markdown, readme,
-          no_progress, overhead):
+          no_progress, programs, overhead):
     """Measure OPS (default: the whole suite) side by side with their peers, verified first.
 
     Every implementation's output is compared with the op's NumPy reference before it is timed;
@@ -82,6 +86,13 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     """
     if overhead:
         _overhead(quick, json_out, "torch" in compare)
+        return
+    if programs:
+        from ..bench import programs as progs
+
+        progs.main((["--quick"] if quick else []) + (["--memory"] if memory else [])
+                   + (["--json", json_out] if json_out else [])
+                   + (["--torch-compile"] if "torch-compile" in compare else []))
         return
     from ..bench import harness
 

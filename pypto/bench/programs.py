@@ -1,11 +1,12 @@
-"""Programs against their peers, side by side, with the fair protocol.
+"""Programs against their peers, side by side, with the fair protocol (``pypto bench --programs``).
 
 Each candidate is timed after a pause of ``--pause`` seconds and one untimed call of its own
 (OpenBLAS and OpenMP threads spin ~0.1 s after a call and would slow whatever runs next), in a
 rotating order; medians with the inter-quartile spread, for single calls and for blocks of 10
 back-to-back calls (steady state). PyPTO is timed as users call it (fresh outputs).
 
-    python benchmarks/bench_programs.py [--quick] [--torch-compile] [--memory] [--json FILE]
+    pypto bench --programs [--quick] [--memory] [--json FILE]
+    python -m pypto.bench.programs [--quick] [--torch-compile] [--memory] [--json FILE]
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import time
 
 import numpy as np
 
-import pypto
-from pypto.infra.timing import compare
+from .. import ops as _ops
+from ..frontend import fuse as _fuse
+from ..frontend import jit as _jit
+from ..infra.timing import compare
 
 
 def _torch():
@@ -63,12 +66,12 @@ def _autoscheduled(jitted, x, name: str) -> dict:
 
 def chain_case(n):
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
-    ops = pypto.ops
+    ops = _ops
 
     def per_op():
         return ops.add(ops.mul(ops.tanh(ops.add(ops.mul(x, 0.5), 0.1)), ops.sigmoid(x)), 1.0)
 
-    fused = pypto.jit(lambda x: ops.tanh(0.5 * x + 0.1) * ops.sigmoid(x) + 1)
+    fused = _jit(lambda x: ops.tanh(0.5 * x + 0.1) * ops.sigmoid(x) + 1)
 
     def numpy():
         t = np.multiply(x, np.float32(0.5))
@@ -97,12 +100,12 @@ def mlp_case(m, k, h):
     w1 = (rng.standard_normal((k, h)) / math.sqrt(k)).astype(np.float32)
     b1 = rng.standard_normal(h).astype(np.float32) * 0.1
     w2 = (rng.standard_normal((h, k)) / math.sqrt(h)).astype(np.float32)
-    ops = pypto.ops
+    ops = _ops
 
     def block(x, w1, b1, w2):
         return x + ops.gelu(x @ w1 + b1, approximate="tanh") @ w2
 
-    fused = pypto.jit(block)
+    fused = _jit(block)
     cands = {"pypto per-op": lambda: block(x, w1, b1, w2),
              "pypto.jit (fused)": lambda: fused(x, w1, b1, w2)}
 
@@ -136,14 +139,14 @@ def resnet_case(c, hw):
     w2 = (rng.standard_normal((c, c, 3, 3)) * 0.05).astype(np.float32)
     bn = [(rng.standard_normal(c).astype(np.float32) * 0.1, np.abs(rng.standard_normal(c)).astype(
         np.float32) + 0.5, np.ones(c, np.float32), np.zeros(c, np.float32)) for _ in range(2)]
-    ops = pypto.ops
+    ops = _ops
 
     def block(x, w1, w2):
         h = ops.relu(ops.batch_norm(ops.conv2d(x, w1, padding=1), *bn[0]))
         h = ops.batch_norm(ops.conv2d(h, w2, padding=1), *bn[1])
         return ops.relu(h + x)
 
-    fused = pypto.fuse(block)
+    fused = _fuse(block)
     cands = {"pypto per-op": lambda: block(x, w1, w2), "pypto.fuse": lambda: fused(x, w1, w2)}
     torch = _torch()
     ref = block(x, w1, w2)
@@ -165,7 +168,7 @@ def control_flow_case(n, layers):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((n, n)).astype(np.float32)
     ws = [(rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32) for _ in range(layers)]
-    ops = pypto.ops
+    ops = _ops
 
     def model(x, *ws):
         for w in ws:
@@ -175,7 +178,7 @@ def control_flow_case(n, layers):
                 x = ops.tanh(x @ w)
         return x
 
-    jitted = pypto.jit(model)
+    jitted = _jit(model)
     cands = {"pypto per-op": lambda: model(x, *ws), "pypto.jit": lambda: jitted(x, *ws)}
     torch = _torch()
     if torch is not None:
@@ -193,8 +196,8 @@ def control_flow_case(n, layers):
 
 def tiny_case():
     x = np.ones(16, np.float32)
-    fused = pypto.jit(lambda x: pypto.ops.exp(x) + 1)
-    cands = {"pypto per-op exp+1": lambda: pypto.ops.add(pypto.ops.exp(x), 1.0),
+    fused = _jit(lambda x: _ops.exp(x) + 1)
+    cands = {"pypto per-op exp+1": lambda: _ops.add(_ops.exp(x), 1.0),
              "pypto.jit exp+1": lambda: fused(x), "numpy exp+1": lambda: np.exp(x) + 1}
     torch = _torch()
     if torch is not None:
@@ -272,8 +275,8 @@ def memory(quick: bool) -> list[dict]:
     rows = []
     for case in ("chain", "mlp"):
         for cand in ("pypto per-op", "pypto.jit (fused)", "numpy"):
-            cmd = [sys.executable, __file__, "--memory-child", case, cand] + (["--quick"] if quick
-                                                                              else [])
+            cmd = [sys.executable, "-m", "pypto.bench.programs", "--memory-child", case, cand] + (
+                ["--quick"] if quick else [])
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
             if r.returncode:
                 raise SystemExit(f"memory child failed: {r.stderr[-2000:]}")
