@@ -71,7 +71,9 @@ def _along(the_op, x, axis: int, size: int, **params):
 
 def _inputs(name: str, arrays, arg: str = "arrays"):
     """A non-empty sequence of arrays of one dtype (Tensors if any is one)."""
-    if isinstance(arrays, np.ndarray) or not isinstance(arrays, (list, tuple)) or not arrays:
+    if isinstance(arrays, np.ndarray) and arrays.ndim >= 1:
+        arrays = list(arrays)           # like NumPy: an array is a sequence of its sub-arrays
+    if not isinstance(arrays, (list, tuple)) or not arrays:
         raise ParamError(f"{name}: '{arg}' must be a non-empty list or tuple of arrays")
     arrs = [as_array(a, name, f"{arg}[{i}]") for i, a in enumerate(arrays)]
     if traced(arrs):

@@ -11,7 +11,13 @@ for requantize, an int64 ``torch.matmul`` for quantized_matmul); the arithmetic 
 
 Ops with no counterpart in torch itself (they live in torchvision, checked when it is installed):
 - anchor_boxes: ``torchvision.models.detection.anchor_utils.AnchorGenerator``;
-- roi_align: ``torchvision.ops.roi_align``.
+- roi_align: ``torchvision.ops.roi_align``;
+- box_iou, box_convert, nms, batched_nms, roi_pool: ``torchvision.ops`` (nms returns a fixed-size
+  keep plus a count; torchvision's keep is padded with -1 to compare).
+Compositions for the layout ... image nn block: ``median`` is ``torch.quantile(x, 0.5)`` (NumPy's
+median; ``torch.median`` takes the lower middle), ``nanmax``/``nanmin`` take ``amax``/``amin`` of
+``nan_to_num``, ``sequence_mask`` compares with ``torch.arange``, ``eye`` with an offset is
+``ones.triu(k).tril(k)``.
 """
 
 from __future__ import annotations
@@ -563,6 +569,467 @@ def _():
         tv = pytest.importorskip("torchvision")
         return tv.ops.roi_align(x, boxes, output_size, spatial_scale, sampling_ratio, aligned)
     return make, ref
+
+
+# -- layout, indexing, creation, scans, sorting, losses, distances, detection, image nn --------
+# (one block for the ops of pypto/ops/{layout,indexing,creation,scan,sorting,losses,distance,
+# detection,spatial,resample}.py; the torchvision ones are checked when torchvision installs)
+_ANY = FLOATS + ("int32", "int64")
+
+
+def _pair_of(size, dt, shape_small, shape_odd, low=-3.0, high=3.0):
+    rng = _rng(size)
+    shape = shape_small if size == "small" else shape_odd
+    return _u(rng, shape, dt, low, high), _u(rng, shape, dt, low, high)
+
+
+@case("concat", _ANY)
+def _():
+    def make(size, dt):
+        a, b = _pair_of(size, dt, (2, 3), (5, 7))
+        return (np.stack([a, b, a]),), {"axis": 1 if size == "small" else 0}
+    return make, lambda t, axis=0: torch.cat(t.unbind(0), dim=axis)
+
+
+@case("stack", _ANY)
+def _():
+    make = CASES["concat"][1]
+    return make, lambda t, axis=0: torch.stack(t.unbind(0), dim=axis)
+
+
+@case("split", _ANY)
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_u(_rng(size), (6, 4), dt),), {"indices_or_sections": 3}
+        return (_u(_rng(size), (5, 9), dt),), {"indices_or_sections": [2, 7], "axis": 1}
+    return make, lambda x, indices_or_sections, axis=0: torch.tensor_split(
+        x, indices_or_sections, dim=axis)
+
+
+@case("pad")
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (1, 2, 5, 6) if size == "small" else (2, 3, 7), dt)
+        if size == "small":
+            return (x, (1, 2, 3, 0)), {"mode": "reflect"}
+        return (x, (2, 3)), {"mode": "constant", "value": 1.5}
+    return make, lambda x, pad, mode="constant", value=0.0: F.pad(
+        x, tuple(int(v) for v in pad), mode=mode, **({"value": value} if mode == "constant"
+                                                     else {}))
+
+
+@case("tile", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (2, 3) if size == "small" else (3, 1, 4), dt)
+        return (x,), {"reps": (2, 2) if size == "small" else (1, 3, 2)}
+    return make, lambda x, reps: torch.tile(x, reps)
+
+
+@case("repeat", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (2, 3) if size == "small" else (3, 1, 4), dt)
+        return (x,), {"repeats": 2, "axis": 1 if size == "small" else 2}
+    return make, lambda x, repeats, axis: torch.repeat_interleave(x, repeats, dim=axis)
+
+
+@case("flip", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (2, 3) if size == "small" else (3, 5, 4), dt)
+        return (x,), {"axis": (0, 1) if size == "small" else (0, 2)}
+    return make, lambda x, axis: torch.flip(x, dims=axis)
+
+
+@case("roll", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (2, 3) if size == "small" else (3, 5, 4), dt)
+        return (x,), {"shift": 2 if size == "small" else (1, -3), "axis": 1 if size == "small"
+                      else (0, 2)}
+    return make, lambda x, shift, axis: torch.roll(x, shift, dims=axis)
+
+
+for _n, _fn in (("tril", torch.tril), ("triu", torch.triu)):
+    CASES[_n] = (_ANY, lambda size, dt: ((_u(_rng(size), (4, 6) if size == "small" else
+                                              (2, 7, 5), dt),), {"k": 0 if size == "small"
+                                                                 else -2}),
+                 (lambda f: lambda x, k=0: f(x, k))(_fn))
+
+
+@case("diag", _ANY)
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_u(_rng(size), (5,), dt),), {"k": 1}
+        return (_u(_rng(size), (6, 4), dt),), {"k": -2}
+    return make, lambda v, k=0: torch.diag(v, k)
+
+
+@case("diagonal", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (4, 6) if size == "small" else (3, 5, 7), dt)
+        return (x,), ({"offset": 1} if size == "small" else
+                      {"offset": -1, "axis1": 2, "axis2": 1})
+    return make, lambda x, offset=0, axis1=0, axis2=1: torch.diagonal(x, offset, axis1, axis2)
+
+
+@case("eye", _ANY)
+def _():
+    def make(size, dt):
+        return (), ({"N": 4, "dtype": dt} if size == "small" else
+                    {"N": 5, "M": 7, "k": 2, "dtype": dt})
+    return make, lambda N, M=None, k=0, dtype="float32": torch.ones(
+        N, N if M is None else M, dtype=getattr(torch, dtype)).triu(k).tril(k)
+
+
+@case("arange", _ANY)
+def _():
+    def make(size, dt):
+        return (), ({"start": 3, "stop": 17, "step": 2, "dtype": dt} if size == "small" else
+                    {"start": 10, "stop": -3, "step": -3, "dtype": dt})
+    return make, lambda start, stop, step, dtype: torch.arange(start, stop, step,
+                                                               dtype=getattr(torch, dtype))
+
+
+def _indices(rng, high, shape, low=0):
+    return rng.integers(low, high, shape).astype(np.int64)
+
+
+@case("take_along_axis", _ANY)
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        x = _u(rng, (3, 5, 4), dt)
+        return (x, _indices(rng, 5, (3, 2, 4) if size == "small" else (3, 7, 4))), {"axis": 1}
+    return make, lambda x, idx, axis: torch.take_along_dim(x, idx, dim=axis)
+
+
+@case("gather", _ANY)
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        x = _u(rng, (3, 5, 4), dt)
+        return (x, 2, _indices(rng, 4, (2, 5, 6) if size == "odd" else (3, 5, 2))), {}
+    return make, lambda x, dim, idx: torch.gather(x, int(dim), idx)
+
+
+@case("index_select", _ANY)
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        return (_u(rng, (3, 5, 4), dt), 1, _indices(rng, 5, (7,))), {}
+    return make, lambda x, dim, idx: torch.index_select(x, int(dim), idx)
+
+
+@case("embedding")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        return (_indices(rng, 10, (4,) if size == "small" else (2, 7)), _u(rng, (10, 3), dt)), {}
+    return make, F.embedding
+
+
+@case("one_hot", ("int64", "int32"))
+def _():
+    def make(size, dt):
+        return (_indices(_rng(size), 6, (5,) if size == "small" else (2, 7)).astype(dt),), \
+            {"num_classes": 6}
+    return make, lambda t, num_classes: F.one_hot(t.to(torch.int64), num_classes)
+
+
+@case("scatter_add", _ANY)
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        x = _u(rng, (3, 5, 4), dt)
+        return (x, 1, _indices(rng, 5, (3, 6, 4)), _u(rng, (3, 6, 4), dt)), {}
+    return make, lambda x, dim, idx, src: torch.scatter_add(x, int(dim), idx, src)
+
+
+@case("masked_fill", _ANY)
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        x = _u(rng, (4, 6) if size == "small" else (3, 5, 7), dt)
+        return (x, rng.random(x.shape[-1:]) < 0.5, 2), {}
+    return make, lambda x, m, value: x.masked_fill(m, int(value))
+
+
+@case("sequence_mask", ("int64", "int32"))
+def _():
+    def make(size, dt):
+        return (_indices(_rng(size), 6, (5,) if size == "small" else (2, 3)).astype(dt),), \
+            {"max_len": 6}
+    return make, lambda n, max_len: torch.arange(max_len) < n[..., None]
+
+
+# reductions and scans
+CASES["all"] = (_ANY, *_reduction(lambda x, axis, keepdims=False: torch.all(
+    x != 0, dim=axis, keepdim=keepdims), -1, 1))
+CASES["any"] = (_ANY, *_reduction(lambda x, axis, keepdims=False: torch.any(
+    x != 0, dim=axis, keepdim=keepdims), -1, 1))
+CASES["count_nonzero"] = (_ANY, *_reduction(lambda x, axis, keepdims=False: torch.sum(
+    x != 0, dim=axis, keepdim=keepdims)))
+CASES["nansum"] = (FLOATS, *_reduction(lambda x, axis, keepdims=False: torch.nansum(
+    x, dim=axis, keepdim=keepdims)))
+CASES["nanmean"] = (FLOATS, *_reduction(lambda x, axis, keepdims=False: torch.nanmean(
+    x, dim=axis, keepdim=keepdims)))
+CASES["nanmax"] = (FLOATS, *_reduction(lambda x, axis, keepdims=False: torch.amax(
+    torch.nan_to_num(x, nan=-float("inf")), dim=axis, keepdim=keepdims)))
+CASES["nanmin"] = (FLOATS, *_reduction(lambda x, axis, keepdims=False: torch.amin(
+    torch.nan_to_num(x, nan=float("inf")), dim=axis, keepdim=keepdims)))
+
+
+@case("vector_norm")
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (5, 16) if size == "small" else (3, 7, 11), dt)
+        return (x,), ({"ord": 1, "axis": -1} if size == "small" else
+                      {"ord": 3.0, "axis": (0, 2), "keepdims": True})
+    return make, lambda x, ord=2, axis=None, keepdims=False: torch.linalg.vector_norm(
+        x, ord, dim=axis, keepdim=keepdims)
+
+
+def _scan_case(fn, dtypes=FLOATS, low=-3.0, high=3.0):
+    def make(size, dt):
+        x = _u(_rng(size), (4, 9) if size == "small" else (3, 7, 5), dt, low, high)
+        return (x,), {"axis": -1 if size == "small" else 1}
+    return dtypes, make, lambda x, axis: fn(x, axis)
+
+
+CASES["cumsum"] = _scan_case(lambda x, a: torch.cumsum(x, a), _ANY)
+CASES["cumprod"] = _scan_case(lambda x, a: torch.cumprod(x, a), FLOATS, 0.8, 1.2)
+CASES["logcumsumexp"] = _scan_case(lambda x, a: torch.logcumsumexp(x, a))
+CASES["cummax"] = _scan_case(lambda x, a: tuple(torch.cummax(x, a)), _ANY)
+CASES["cummin"] = _scan_case(lambda x, a: tuple(torch.cummin(x, a)), _ANY)
+
+
+def _sort_case(fn):
+    def make(size, dt):
+        x = _u(_rng(size), (4, 9) if size == "small" else (3, 7, 5), dt)
+        return (x,), ({"axis": -1} if size == "small" else {"axis": 1, "descending": True})
+    return _ANY, make, fn
+
+
+CASES["sort"] = _sort_case(lambda x, axis, descending=False: torch.sort(
+    x, dim=axis, descending=descending, stable=True)[0])
+CASES["argsort"] = _sort_case(lambda x, axis, descending=False: torch.sort(
+    x, dim=axis, descending=descending, stable=True)[1])
+
+
+@case("topk")
+def _():
+    def make(size, dt):     # distinct values: torch's order among ties is unspecified
+        x = _rng(size).permutation(60).reshape(4, 15).astype(dt) / 7
+        return (x,), ({"k": 3} if size == "small" else {"k": 3, "dim": 0, "largest": False})
+    return make, lambda x, k, dim=-1, largest=True: tuple(torch.topk(x, k, dim, largest))
+
+
+@case("median")
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (4, 9) if size == "small" else (3, 8, 5), dt)
+        return (x,), {"axis": -1 if size == "small" else 1}
+    return make, lambda x, axis: torch.quantile(x, 0.5, dim=axis)    # NumPy's median
+
+
+# losses and distances
+def _loss_case(fn, low=-3.0, high=3.0, tlow=None, thigh=None, **extra):
+    def make(size, dt):
+        rng = _rng(size)
+        shape = (4, 8) if size == "small" else (3, 5, 7)
+        x = _u(rng, shape, dt, low, high)
+        t = _u(rng, shape, dt, low if tlow is None else tlow, high if thigh is None else thigh)
+        return (x, t), dict(extra, reduction="none" if size == "small" else "mean")
+    return FLOATS, make, fn
+
+
+CASES["mse_loss"] = _loss_case(F.mse_loss)
+CASES["l1_loss"] = _loss_case(F.l1_loss)
+CASES["smooth_l1_loss"] = _loss_case(F.smooth_l1_loss, beta=0.7)
+CASES["huber_loss"] = _loss_case(F.huber_loss, delta=0.6)
+CASES["kl_div"] = _loss_case(F.kl_div, -4.0, -0.1, 0.0, 1.0)
+CASES["binary_cross_entropy"] = _loss_case(F.binary_cross_entropy, 0.01, 0.99, 0.0, 1.0)
+CASES["binary_cross_entropy_with_logits"] = _loss_case(F.binary_cross_entropy_with_logits,
+                                                       -8.0, 8.0, 0.0, 1.0)
+
+
+def _class_case(fn, log_probs):
+    def make(size, dt):
+        rng = _rng(size)
+        shape = (6, 5) if size == "small" else (2, 5, 3, 4)
+        x = _u(rng, shape, dt)
+        if log_probs:
+            x = (x - np.log(np.exp(x.astype(np.float64)).sum(1, keepdims=True))).astype(dt)
+        t = _indices(rng, 5, (shape[0],) + shape[2:])
+        t.flat[1] = -100
+        if size == "small":
+            return (x, t, _u(rng, (5,), dt, 0.5, 2.0)), {}
+        return (x, t), dict({"reduction": "sum"}, **({} if log_probs else
+                                                     {"label_smoothing": 0.1}))
+    return FLOATS, make, fn
+
+
+CASES["cross_entropy"] = _class_case(F.cross_entropy, False)
+CASES["nll_loss"] = _class_case(F.nll_loss, True)
+
+
+@case("cosine_similarity")
+def _():
+    def make(size, dt):
+        a, b = _pair_of(size, dt, (4, 8), (3, 5, 7))
+        return (a, b), ({} if size == "small" else {"dim": 2})
+    return make, lambda a, b, dim=1: F.cosine_similarity(a, b, dim)
+
+
+@case("pairwise_distance")
+def _():
+    def make(size, dt):
+        a, b = _pair_of(size, dt, (4, 8), (3, 5, 7))
+        return (a, b), ({} if size == "small" else {"p": 3.0, "keepdim": True})
+    return make, lambda a, b, p=2.0, keepdim=False: F.pairwise_distance(a, b, p,
+                                                                        keepdim=keepdim)
+
+
+@case("cdist")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (4, 6), dt), _u(rng, (5, 6), dt)), {}
+        return (_u(rng, (2, 3, 7), dt), _u(rng, (2, 9, 7), dt)), {"p": 1.0}
+    return make, lambda a, b, p=2.0: torch.cdist(a, b, p)
+
+
+# image nn
+@case("group_norm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 6, 4, 5), dt), 3, _u(rng, (6,), dt), _u(rng, (6,), dt)), {}
+        return (_u(rng, (3, 4, 7), dt), 2), {"eps": 1e-3}
+    return make, lambda x, g, w=None, b=None, eps=1e-5: F.group_norm(x, int(g), w, b, eps)
+
+
+@case("instance_norm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        x = _u(rng, (2, 3, 4, 5) if size == "small" else (3, 4, 7), dt)
+        return (x,), ({} if size == "small" else {"eps": 1e-3})
+    return make, lambda x, eps=1e-5: F.instance_norm(x, eps=eps)
+
+
+@case("adaptive_avg_pool2d")
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (1, 2, 8, 8) if size == "small" else (2, 3, 11, 13), dt)
+        return (x,), {"output_size": 2 if size == "small" else (4, 5)}
+    return make, F.adaptive_avg_pool2d
+
+
+@case("global_avg_pool2d")
+def _():
+    def make(size, dt):
+        return (_u(_rng(size), (1, 2, 8, 8) if size == "small" else (2, 3, 11, 13), dt),), {}
+    return make, lambda x: F.adaptive_avg_pool2d(x, 1)
+
+
+@case("pixel_shuffle", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (1, 8, 3, 4) if size == "small" else (2, 18, 5, 3), dt)
+        return (x, 2 if size == "small" else 3), {}
+    return make, lambda x, r: F.pixel_shuffle(x, int(r))
+
+
+@case("pixel_unshuffle", _ANY)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (1, 2, 6, 4) if size == "small" else (2, 3, 9, 6), dt)
+        return (x, 2 if size == "small" else 3), {}
+    return make, lambda x, r: F.pixel_unshuffle(x, int(r))
+
+
+@case("upsample_nearest")     # (torch has no integer nearest upsampling)
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), (1, 2, 5, 4) if size == "small" else (2, 3, 7, 9), dt)
+        return (x,), ({"scale_factor": 2} if size == "small" else {"size": (11, 5)})
+    return make, lambda x, size=None, scale_factor=None: F.interpolate(
+        x, size=size, scale_factor=scale_factor, mode="nearest")
+
+
+# detection: torchvision's ops, checked when it is installed
+def _tv_boxes(rng, n, dt):
+    xy = rng.uniform(0, 40, (n, 2))
+    return np.concatenate([xy, xy + rng.uniform(2, 30, (n, 2))], 1).astype(dt)
+
+
+@case("box_iou")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        return (_tv_boxes(rng, 4 if size == "small" else 13, dt), _tv_boxes(rng, 7, dt)), {}
+    return make, lambda a, b: pytest.importorskip("torchvision").ops.box_iou(a, b)
+
+
+@case("box_convert")
+def _():
+    def make(size, dt):
+        return (_tv_boxes(_rng(size), 5, dt),), ({"in_fmt": "xyxy", "out_fmt": "cxcywh"}
+                                                 if size == "small" else
+                                                 {"in_fmt": "xywh", "out_fmt": "xyxy"})
+    return make, lambda b, in_fmt, out_fmt: pytest.importorskip(
+        "torchvision").ops.box_convert(b, in_fmt, out_fmt)
+
+
+def _tv_nms(*args):
+    tv = pytest.importorskip("torchvision")
+    *arrs, thr = args
+    keep = tv.ops.batched_nms(*arrs, thr) if len(arrs) == 3 else tv.ops.nms(*arrs, thr)
+    full = torch.full((arrs[0].shape[0],), -1, dtype=torch.int64)
+    full[:len(keep)] = keep
+    return full, torch.tensor(len(keep))
+
+
+@case("nms")
+def _():
+    def make(size, dt):    # distinct scores: torchvision's order among ties is unspecified
+        rng = _rng(size)
+        n = 10 if size == "small" else 70
+        return (_tv_boxes(rng, n, dt), rng.permutation(n).astype(dt), 0.3), {}
+    return make, lambda b, s, thr: _tv_nms(b, s, float(thr))
+
+
+@case("batched_nms")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        n = 10 if size == "small" else 70
+        return (_tv_boxes(rng, n, dt), rng.permutation(n).astype(dt), _indices(rng, 3, (n,)),
+                0.4), {}
+    return make, lambda b, s, i, thr: _tv_nms(b, s, i, float(thr))
+
+
+@case("roi_pool")
+def _():
+    make = CASES["roi_align"][1]
+
+    def ref(x, boxes, output_size, spatial_scale=1.0, **_):
+        tv = pytest.importorskip("torchvision")
+        return tv.ops.roi_pool(x, boxes, output_size, spatial_scale)
+
+    def make_pool(size, dt):
+        args, kw = make(size, dt)
+        return args, {k: v for k, v in kw.items() if k in ("output_size", "spatial_scale")}
+    return make_pool, ref
+# -- end of the layout ... image nn block ------------------------------------------------------
 
 
 ANCHOR_CALLS = {
