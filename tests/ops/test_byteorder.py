@@ -102,6 +102,62 @@ CALLS = {
 ONE_BYTE_ONLY = {"dequantize", "quantized_matmul", "logical_and", "logical_or", "logical_not"}
 NO_ARRAY_INPUT = {"anchor_boxes"}   # sizes/ratios are read as float64 sequences
 
+# -- layout, indexing, creation, scans, sorting, losses, distances, detection, image nn --------
+_I64 = "int64"
+_BOXES = np.array([[1.0, 2.0, 9.0, 8.0], [2.0, 2.0, 10.0, 9.0], [20.0, 1.0, 25.0, 7.0]], F32)
+CALLS.update({
+    "concat": lambda: ((_r((2, 3, 5)),), {"axis": 1}),
+    "stack": lambda: ((_r((2, 3, 5), "int32"),), {"axis": 2}),
+    "split": lambda: ((_r((4, 5)),), {"indices_or_sections": 2}),
+    "pad": lambda: ((_r((3, 5)),), {"pad": (1, 2), "mode": "reflect"}),
+    "tile": lambda: ((_r((3, 5)),), {"reps": (2, 1)}),
+    "repeat": lambda: ((_r((3, 5), _I64),), {"repeats": 2, "axis": 0}),
+    "flip": lambda: ((_r((3, 5)),), {"axis": 1}),
+    "roll": lambda: ((_r((3, 5)),), {"shift": 2}),
+    **{n: (lambda: ((_r((3, 5), "float64"),), {"k": 1})) for n in ("tril", "triu")},
+    "diag": lambda: ((_r((4,)),), {"k": -1}),
+    "diagonal": lambda: ((_r((3, 5)),), {"offset": 1}),
+    "take_along_axis": lambda: ((_r((3, 5)), np.array([[0], [4], [-1]], _I64)), {"axis": 1}),
+    "gather": lambda: ((_r((3, 5)),), {"dim": 1, "index": np.array([[0, 1], [4, 4], [2, 3]])}),
+    "index_select": lambda: ((_r((3, 5)),), {"dim": 1, "index": np.array([4, 0], "int32")}),
+    "embedding": lambda: ((np.array([2, 0, 2], _I64), _r((3, 5))), {}),
+    "one_hot": lambda: ((np.array([2, 0, 3], _I64),), {"num_classes": 4}),
+    "scatter_add": lambda: ((_r((3, 5)),), {"dim": 1, "src": _r((3, 2), seed=1),
+                                            "index": np.array([[0, 0], [4, 1], [2, 2]])}),
+    "masked_fill": lambda: ((_r((3, 5)), _r((5,)) > 0), {"value": 9.0}),
+    "sequence_mask": lambda: ((np.array([0, 2, 5], _I64),), {"max_len": 5}),
+    **{n: (lambda: ((_r((4, 7)),), {"axis": -1})) for n in (
+        "all", "any", "count_nonzero", "vector_norm", "nansum", "nanmean", "nanmax", "nanmin",
+        "median")},
+    **{n: (lambda: ((_r((4, 7)),), {"axis": 1})) for n in (
+        "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort")},
+    "topk": lambda: ((_r((4, 7)),), {"k": 3}),
+    **{n: (lambda: ((_r((3, 5)), _r((3, 5), seed=1, low=0.1, high=0.9)), {})) for n in (
+        "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+        "binary_cross_entropy_with_logits", "cosine_similarity", "pairwise_distance", "cdist")},
+    "binary_cross_entropy": lambda: ((_r((3, 5), low=0.1, high=0.9),
+                                      _r((3, 5), seed=1, low=0.0, high=1.0)), {}),
+    **{n: (lambda: ((_r((3, 5)), np.array([0, 4, -100], _I64)), {})) for n in (
+        "cross_entropy", "nll_loss")},
+    "group_norm": lambda: ((_r((2, 4, 5)),), {"num_groups": 2}),
+    "instance_norm": lambda: ((_r((2, 3, 5)),), {}),
+    "adaptive_avg_pool2d": lambda: ((_r((1, 2, 7, 6)),), {"output_size": (3, 2)}),
+    "global_avg_pool2d": lambda: ((_r((1, 2, 7, 6)),), {}),
+    "pixel_shuffle": lambda: ((_r((1, 4, 3, 5)),), {"upscale_factor": 2}),
+    "pixel_unshuffle": lambda: ((_r((1, 1, 4, 6)),), {"downscale_factor": 2}),
+    "upsample_nearest": lambda: ((_r((2, 3, 5)),), {"scale_factor": 2}),
+    "box_iou": lambda: ((_BOXES, _BOXES[:2]), {}),
+    "box_convert": lambda: ((_BOXES,), {"in_fmt": "xyxy", "out_fmt": "cxcywh"}),
+    "nms": lambda: ((_BOXES, np.array([0.5, 0.9, 0.2], F32)), {"iou_threshold": 0.3}),
+    "batched_nms": lambda: ((_BOXES, np.array([0.5, 0.9, 0.2], F32),
+                             np.array([0, 1, 0], _I64)), {"iou_threshold": 0.3}),
+    "roi_pool": lambda: ((_r((1, 2, 8, 9)),
+                          np.array([[0, 1.0, 1.5, 6.0, 7.0], [0, 0.0, 0.0, 3.0, 4.0]], F32)),
+                         {"output_size": 2}),
+})
+NO_ARRAY_INPUT = NO_ARRAY_INPUT | {"eye", "arange"}     # they take numbers only
+# -- end of the layout ... image nn block ------------------------------------------------------
+
 
 def test_every_op_with_a_multibyte_array_is_covered():
     names = {op.name for op in pypto.list_ops()}
