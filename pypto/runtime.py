@@ -215,18 +215,39 @@ def check_out(op_name: str, out: Any, specs, names: Sequence[str] = (), *,
     return views
 
 
+def _fitting(out: Any, specs) -> list[np.ndarray] | None:
+    """``out`` (a public call's) viewed as the kernel's outputs when it fits them exactly in count,
+    dtype, element count and layout; else None (the frontend's result is then copied into it)."""
+    outs = (out,) if isinstance(out, np.ndarray) else out
+    if not isinstance(outs, tuple) or len(outs) != len(specs):
+        return None
+    views = []
+    for o, (shape, dt) in zip(outs, specs):
+        n = 1
+        for s in shape:
+            n *= s
+        if (type(o) is not np.ndarray or o.dtype != dt or o.size != n
+                or not o.flags.c_contiguous or not o.flags.writeable):
+            return None
+        views.append(o if o.shape == shape else o.reshape(shape))
+    return views
+
+
 def _out_name(i: int, n: int, names: Sequence[str]) -> str:
     what = f"out[{i}]" if n > 1 else "out"
     return what + (f" ('{names[i]}')" if n > 1 and len(names) == n else "")
 
 
-def out_arrays(op_name: str, out: Any, n: int, names: Sequence[str] = ()) -> tuple:
-    """``out`` as a tuple of ``n`` writeable, C-contiguous NumPy arrays (what can be checked
-    before a call runs); raises ParamError naming what is wrong otherwise."""
+def out_arrays(op_name: str, out: Any, n: int | None, names: Sequence[str] = ()) -> tuple:
+    """``out`` as a tuple of ``n`` (any number when None) writeable, C-contiguous NumPy arrays
+    (what can be checked before a call runs); raises ParamError naming what is wrong otherwise."""
     from .errors import ParamError
 
     outs = (out,) if isinstance(out, np.ndarray) else out
+    if n is None and isinstance(outs, tuple) and outs:
+        n = len(outs)
     if not isinstance(outs, tuple) or len(outs) != n:
+        n = n or 1
         want = "an array" if n == 1 else f"a tuple of {n} arrays"
         got = type(out).__name__ + (f" of {len(outs)}" if isinstance(outs, tuple) else "")
         raise ParamError(f"{op_name}: out= must be {want} (one per output), got {got}")
@@ -262,7 +283,7 @@ def observe():
 
 
 def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np.ndarray],
-                out: Any = None, *, reshape_out: bool = False):
+                out: Any = None, *, pending: Any = None):
     """Runs the kernel a call picks on checked arrays; returns (outputs, kernel).
 
     ``out`` (an array or a tuple, as the caller gave it) is checked by :func:`check_out` and
@@ -275,8 +296,10 @@ def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np
 
     kernel = get_kernel(op, dtypes, params, dims)
     specs = out_specs(op, kernel, dims)
-    outs = new_outputs(specs) if out is None else check_out(
-        op.name, out, specs, [t.name for t in op.outputs], reshape=reshape_out)
+    if out is not None:
+        outs = check_out(op.name, out, specs, [t.name for t in op.outputs])
+    else:
+        outs = (pending is not None and _fitting(pending, specs)) or new_outputs(specs)
     try:
         return run_kernel(kernel, op, arrays, dims, outs), kernel
     except ExecutionError:
@@ -400,15 +423,15 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
                              f"values are not computed yet); assign the result instead")
         outs = _record(op, arrays, dtypes, params, dims)
         return outs[0] if len(outs) == 1 else tuple(outs)
-    from_frontend = False
+    pending = None
     if out is None:
         pend = pending_out.get()
         if pend is not None and pend[0] is op:
-            out, pend[0], pend[2] = pend[1], None, True   # taken once, by this op's own kernel
-            from_frontend = True
+            pending, pend[0], pend[2] = pend[1], None, True   # offered once, to this op's kernel
     cache = op.__dict__.get("_fast")
     key = None
-    if cache is not None and _targets._current.get() is None and _profiling() is None:
+    if (cache is not None and pending is None and _targets._current.get() is None
+            and _profiling() is None):
         try:
             key = _signature(args, kwargs)
             plan = None if key is None else cache.get(key)
@@ -427,11 +450,11 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
                 rec = _recording.get()
                 if rec is not None:
                     rec.append((op, plan, args, outs))
-                if out is not None and not from_frontend:
+                if out is not None:
                     return out      # the caller's own object back, as NumPy does
                 return outs[0] if len(outs) == 1 else tuple(outs)
     arrays, dtypes, params, dims = prepare(op, args, kwargs)
-    outs, kernel = run_as_call(op, dtypes, params, dims, arrays, out, reshape_out=from_frontend)
+    outs, kernel = run_as_call(op, dtypes, params, dims, arrays, out, pending=pending)
     seen = _observers.get()
     if seen is not None:
         seen.append((op, dtypes, params, dims, kernel))
@@ -443,7 +466,7 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
     rec = _recording.get()
     if rec is not None:
         rec.append((op, plan, args, outs))
-    if out is not None and not from_frontend:
+    if out is not None:
         return out
     return outs[0] if len(outs) == 1 else tuple(outs)
 
@@ -461,10 +484,11 @@ _UNPLANNED = False   # a signature whose frontend does more than reshape: it alw
 
 
 class _PublicPlan:
-    __slots__ = ("kplan", "sources", "specs", "scalar", "gen")
+    __slots__ = ("kplan", "sources", "identity", "specs", "scalar", "gen")
 
-    def __init__(self, kplan: _Plan, sources, specs, scalar: bool):
+    def __init__(self, kplan: _Plan, sources, specs, scalar: bool, nargs: int):
         self.kplan, self.sources, self.specs, self.scalar = kplan, sources, specs, scalar
+        self.identity = sources == list(range(nargs))   # the kernel takes the arguments in order
         self.gen = kplan.gen
 
     def outputs(self, out):
@@ -507,10 +531,10 @@ def _public_plan(op, args, rec: list, result) -> _PublicPlan | None:
         return None
     if len(kouts) == 1 and isinstance(result, np.generic) and kouts[0].size == 1 \
             and result.dtype == kouts[0].dtype:
-        return _PublicPlan(kplan, sources, [(kouts[0].shape, kouts[0].dtype)], True)
+        return _PublicPlan(kplan, sources, [(kouts[0].shape, kouts[0].dtype)], True, len(args))
     if not all(_same_bytes(k, r) for k, r in zip(kouts, results)):
         return None
-    return _PublicPlan(kplan, sources, [(r.shape, r.dtype) for r in results], False)
+    return _PublicPlan(kplan, sources, [(r.shape, r.dtype) for r in results], False, len(args))
 
 
 def call_public(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None):
@@ -518,22 +542,36 @@ def call_public(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = N
     outer = _recording.get()
     if outer is not None:
         outer.append(None)   # a public call inside a recorded frontend: that one is not a reshape
-    if _tracing is not None and _tracing() is not None:
-        return op._call_into(args, kwargs, out) if out is not None else op.frontend(*args, **kwargs)
-    plans = op._public
     key = None
-    if _targets._current.get() is None and _profiling() is None:
+    if ((_tracing is None or _tracing() is None) and _targets._current.get() is None
+            and _profiling() is None):
+        # The signature, written out here: this is the hot path of every repeated call.
+        key = []
+        for a in args:
+            if type(a) is not np.ndarray:
+                key = None
+                break
+            key += (a.dtype, a.shape, a.strides)
+    if key is not None:
+        for k, v in kwargs.items():
+            key += (k, type(v), v)
+        key = tuple(key)
         try:
-            key = _signature(args, kwargs)
-            p = None if key is None else plans.get(key)
-        except TypeError:
-            key = p = None
-        if p is not None and p is not _UNPLANNED and p.gen == _jit.generation:
-            outs = p.outputs(out)
+            p = op._public.get(key)
+        except TypeError:      # an unhashable parameter value
+            p = key = None
+        if p and p.gen == _jit.generation:
+            if out is None:
+                pool = active_pool()
+                outs = ([np.empty(shape, dt) for shape, dt in p.specs] if pool is None
+                        else [pool.empty(shape, dt) for shape, dt in p.specs])
+            else:
+                outs = p.outputs(out)
             if outs is not None:
                 kp = p.kplan
                 try:
-                    kp.launch_views([*[args[j] for j in p.sources], *outs])
+                    kp.launch_views([*args, *outs] if p.identity else
+                                    [*[args[j] for j in p.sources], *outs])
                 except hl.HalideError as e:
                     raise _failure(op, kp.kernel, e) from None
                 seen = _observers.get()
@@ -545,10 +583,11 @@ def call_public(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = N
                     out_stats["in_place"] += len(outs)
                     return out
                 return outs[0] if len(outs) == 1 else tuple(outs)
-        if p is _UNPLANNED:
+        elif p is _UNPLANNED:
             key = None
     if key is None:
         return op._call_into(args, kwargs, out) if out is not None else op.frontend(*args, **kwargs)
+    plans = op._public
     rec: list = []
     token = _recording.set(rec)
     try:

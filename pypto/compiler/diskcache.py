@@ -249,13 +249,13 @@ class Launcher:
             bufs.append(b)
         return bufs, keep, [ctypes.byref(b) for b in bufs]
 
-    def __call__(self, arrays) -> None:
+    def __call__(self, arrays, _at=_pointer_at, _off=_DATA_AT) -> None:
         free = self._free
         st = free.pop() if free else self._structures()
         try:
             if _RAW_POINTERS:
                 for b, a in zip(st[0], arrays):
-                    b.host = _pointer_at(id(a) + _DATA_AT).value
+                    b.host = _at(id(a) + _off).value
             else:
                 for b, a in zip(st[0], arrays):
                     b.host = a.ctypes.data

@@ -97,8 +97,18 @@ def _check(strategy: str) -> str:
     return strategy
 
 
+_shared: dict[tuple[int, int], Pool] = {}   # (per_size, max_bytes) -> the process's pool
+
+
 def _make(strategy: str, per_size: int, max_bytes: int) -> Pool | None:
-    return Pool(per_size=per_size, max_bytes=max_bytes) if strategy == "aggressive_reuse" else None
+    """The pool for ``strategy``: one per process and setting, so that every block (and the
+    process-wide setting) recycles the same buffers."""
+    if strategy != "aggressive_reuse":
+        return None
+    key = (per_size, max_bytes)
+    if key not in _shared:
+        _shared[key] = Pool(per_size=per_size, max_bytes=max_bytes)
+    return _shared[key]
 
 
 def active_pool() -> Pool | None:
@@ -118,7 +128,8 @@ class _Policy:
         """Inside the block, op outputs follow ``strategy`` ("fresh" or "aggressive_reuse").
 
         Yields the :class:`Pool` (None for "fresh"), whose ``reused``/``allocated`` counters say
-        what happened.
+        what happened. Every block with the same settings shares one pool, so buffers dropped in
+        one block are recycled in the next.
         """
         pool = _make(_check(strategy), per_size, max_bytes)
         token = _scoped.set(pool)

@@ -271,9 +271,10 @@ class Op:
         return self._public_call(args, kwargs, out)
 
     def _public_call(self, args, kwargs, out):
-        if self.frontend is None:
+        fe = self.frontend
+        if fe is None:
             return _call_op(self, args, kwargs, out)
-        if getattr(self.frontend, "shape_only", False):
+        if getattr(fe, "shape_only", False):
             return _call_public(self, args, kwargs, out)
         if out is not None:
             return self._call_into(args, kwargs, out)
@@ -286,18 +287,21 @@ class Op:
     def _call_into(self, args, kwargs, out):
         """The public call writing into ``out``.
 
-        The frontend runs as usual; its call of this op's kernel takes ``out`` (viewed in the
-        kernel's shape, checked by ``runtime.check_out``) as the kernel's output, so the kernel
-        writes into it. When the frontend's result is ``out`` itself (same memory, shape and
-        strides), ``out`` is returned: no copy. Otherwise (a frontend that reorders the kernel's
-        result, or computes it without this kernel) the result is copied into ``out`` once.
-        Frontends need no code for this; new ops get ``out=`` by being declared.
+        The frontend runs as usual. Its first call of this op's kernel is offered ``out``: when
+        ``out`` fits the kernel's outputs (count, dtype, element count, C order), the kernel writes
+        into it (viewed in the kernel's shape). When the frontend's result is then ``out`` itself
+        (same memory, shape and strides), ``out`` is returned: no copy. Otherwise (a frontend
+        that reorders, reduces, splits or combines the kernel's results, or computes without
+        this kernel) the result is checked against ``out`` and copied into it once. Frontends
+        need no code for this: new ops get ``out=`` by being declared.
         """
         from ..runtime import out_arrays, out_stats, pending_out
 
         # What can be checked before anything runs; shapes and dtypes are checked against the
         # kernel's outputs when it is called, and against the frontend's result here after.
-        outs = out_arrays(self.name, out, len(self.outputs), [t.name for t in self.outputs])
+        # The count is the public result's, which may differ from the kernel's (a frontend that
+        # splits or combines outputs), so any count is taken here and compared after the call.
+        outs = out_arrays(self.name, out, None)
         pend = [self, out, False]
         token = pending_out.set(pend)
         try:
@@ -311,8 +315,9 @@ class Op:
         if len(results) != len(outs):
             from ..errors import ParamError
 
-            raise ParamError(f"{self.name}: out= gives {len(outs)} array(s) but the call "
-                             f"returns {len(results)}")
+            want = "an array" if len(results) == 1 else f"a tuple of {len(results)} arrays"
+            raise ParamError(f"{self.name}: out= must be {want} (one per output), got "
+                             f"{len(outs)}")
         for i, (o, r) in enumerate(zip(outs, results)):
             what = f"out[{i}]" if len(outs) > 1 else "out"
             r = np.asarray(r)
