@@ -130,7 +130,7 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
 def _overhead(quick: bool, json_out: str | None, with_torch: bool) -> None:
     from ..bench import overhead
 
-    rows = overhead.measure(rounds=3 if quick else 9, calls=500 if quick else 2000,
+    rows = overhead.measure(rounds=3 if quick else 15, calls=200 if quick else 500,
                             with_torch=with_torch)
     click.echo(overhead.text(rows))
     if json_out:
