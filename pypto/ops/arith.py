@@ -1,0 +1,326 @@
+"""Binary math: atan2, hypot, copysign, lerp, fmod/remainder/floor_divide, fmax/fmin, logaddexp,
+heaviside, and the bitwise and shift ops on integers.
+
+They broadcast like NumPy and type Python scalars the NumPy way (the ``binary`` frontend: both
+arrays must share a dtype). Names and argument order follow NumPy (``arctan2`` is ``atan2``, as in
+torch); ``lerp(input, end, weight)`` is ``torch.lerp``.
+
+- ``fmod`` is C's fmod (the result has the sign of ``a``); ``remainder`` follows Python and NumPy
+  (the sign of ``b``); ``floor_divide`` is NumPy's, so ``a == b * floor_divide(a, b) +
+  remainder(a, b)`` up to rounding. All three take float32, float16, int32 and int64. Floats are
+  exact (the remainder is computed in float64 in chunks of 28 quotient bits, so any pair of
+  float32 works); float64 is not offered: that exactness needs a wider type than float64. Integer
+  division by zero gives 0, as NumPy's does (with its warning).
+- ``left_shift``/``right_shift`` follow NumPy for shift counts beyond the width (0, or -1 for a
+  negative value shifted right) and for negative counts (treated as beyond the width).
+- ``fmax``/``fmin`` ignore NaN (the other value is returned); ``hypot`` is inf if either is inf,
+  even with a NaN, as in C; ``heaviside(x, h0)`` is 0 below 0, h0 at 0, 1 above.
+
+Accuracy: ``hypot`` within 1 ulp (float32) or 2 (float64), ``atan2`` within 3; ``logaddexp`` and
+``logaddexp2`` within a few ulps of max(|a|, |b|, 1), as the difference of the two is rounded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import halide as hl
+import numpy as np
+
+from . import binary as _bin
+from . import elementwise as _ew
+from . import math as _m
+
+FLOATS = _ew.FLOATS
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+_k, _let = _ew._k, _ew._let
+_quiet = _ew._quiet
+
+
+def _nan_either(a, b):
+    return _ew._is_nan(a) | _ew._is_nan(b)
+
+
+# -- atan2, hypot, copysign, lerp ------------------------------------------------------------------
+
+
+def _atan2(y, x):
+    y, x = _let("atan2_y", y), _let("atan2_x", x)
+    ay, ax = hl.abs(y), hl.abs(x)
+    swap = _let("atan2_swap", ay > ax)
+    t = hl.select(swap, ax, ay) / hl.select(swap, ay, ax)          # in [0, 1]
+    zero = _k(x, 0.0)
+    t = hl.select((ay == zero) & (ax == zero), zero, t)              # 0 / 0
+    t = hl.select(_ew._is_inf(y) & _ew._is_inf(x), _k(x, 1.0), t)   # inf / inf
+    r = _let("atan2_r", _m._atan01(t))
+    hi, lo = _m._pair(x, _m._PI[0] / 2, _m._PI[1] / 2)
+    r = _let("atan2_q", hl.select(swap, hi - (r - lo), r))
+    hi, lo = _m._pair(x, *_m._PI)
+    x_neg = (_ew._as_bits(x) & _ew._sign_bit(x)) != hl.cast(_ew._bits_type(x, False), 0)
+    r = hl.select(x_neg, hi - (r - lo), r)                            # -0.0 counts as negative
+    return hl.select(_nan_either(y, x), _ew._nan(x), _ew._flipsign(r, y))
+
+
+def _hypot(a, b):
+    inf = _ew._is_inf(a) | _ew._is_inf(b)
+    if a.type().bits() == 32:          # float64 holds a*a + b*b exactly enough: one rounding
+        a64, b64 = hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)
+        res = hl.cast(hl.Float(32), hl.sqrt(a64 * a64 + b64 * b64))
+    else:
+        aa, bb = _let("hypot_a", hl.abs(a)), _let("hypot_b", hl.abs(b))
+        big, small = _let("hypot_max", hl.max(aa, bb)), hl.min(aa, bb)
+        r = small / big
+        res = hl.select(big == _k(a, 0.0), _k(a, 0.0), big * hl.sqrt(_k(a, 1.0) + r * r))
+        res = hl.select(_nan_either(a, b), _ew._nan(a), res)
+    return hl.select(inf, _ew._inf(a), res)
+
+
+def _copysign(a, b):
+    mag = _ew._as_bits(a) & ~_ew._sign_bit(a)
+    return _ew._from_bits(mag | (_ew._as_bits(b) & _ew._sign_bit(b)), a)
+
+
+def _lerp(start, end, weight):
+    diff = _let("lerp_diff", end - start)
+    # torch's form: exact at weight 0 and 1, and monotone.
+    return hl.select(weight < _k(start, 0.5), start + weight * diff,
+                     end - diff * (_k(start, 1.0) - weight))
+
+
+# -- fmod, remainder, floor_divide -----------------------------------------------------------------
+
+
+def _exponent(v):
+    """The biased exponent field of a float64 (the sign masked: |x| of -0.0 may keep its sign)."""
+    return hl.cast(hl.Int(32), (hl.reinterpret(hl.UInt(64), v) >> 52) & 0x7FF)
+
+
+def _fmod_magnitude(a, b, steps: int):
+    """|fmod(a, b)| in float64, exact, for float32 a, b (finite, b != 0).
+
+    Each step takes off a multiple q of b * 2**s, with s chosen so that q < 2**29: q * b * 2**s
+    then has at most 53 bits. q comes from a multiplication by 1/b (no division), so it may be
+    one too small or too large; the remainder is brought back into [0, b * 2**s) once. Every
+    value stays a multiple of the finer of the inputs' last bits and below 2**26 of them, so
+    every subtraction is exact.
+    """
+    r = _let("fmod_a", hl.abs(hl.cast(hl.Float(64), a)))
+    bb = _let("fmod_b", hl.abs(hl.cast(hl.Float(64), b)))
+    inv = _let("fmod_inv", hl.f64(1.0) / bb)
+    eb = _exponent(bb)
+    for i in range(steps):
+        er = _exponent(r)
+        s = _let(f"fmod_s{i}", hl.max(er - eb - 28, 0))
+        bs = _let(f"fmod_bs{i}", bb * _ew._pow2(s, bb))
+        q = hl.trunc(r * (inv * _ew._pow2(-s, bb)))
+        t = _let(f"fmod_t{i}", r - q * bs)
+        t = _let(f"fmod_u{i}", hl.select(t < hl.f64(0.0), t + bs, t))
+        r = _let(f"fmod_r{i}", hl.select(t >= bs, t - bs, t))
+    return r
+
+
+def _fmod_with(steps):
+    def fmod_fn(a, b):
+        if not a.type().is_float():
+            return _int_fmod(a, b)                     # 0 for b == 0, like NumPy
+        a, b = _let("fmod_x", a), _let("fmod_y", b)
+        r = hl.cast(a.type(), _fmod_magnitude(a, b, steps))
+        res = _ew._flipsign(r, a)
+        res = hl.select(_ew._is_inf(b), a, res)
+        bad = _nan_either(a, b) | _ew._is_inf(a) | (b == _k(a, 0.0))
+        return hl.select(bad, _ew._nan(a), res)
+    return fmod_fn
+
+
+# float32 quotients span up to 2**277 (10 steps of 28 bits); float16 ones up to 2**40.
+_fmod32, _fmod16 = _fmod_with(10), _fmod_with(2)
+
+
+def _int_floor_parts(a, b):
+    """(floor quotient, floor remainder) of integers from Halide's Euclidean division (which
+    gives 0 for b == 0 and never traps, unlike C's division)."""
+    q, r = a / b, a % b                              # a = q * b + r with 0 <= r < |b|
+    zero, one = hl.cast(a.type(), 0), hl.cast(a.type(), 1)
+    fix = (b < zero) & (r != zero)                   # floor rounding wants r in (b, 0]
+    return hl.select(fix, q - one, q), hl.select(fix, r + b, r)
+
+
+def _int_fmod(a, b):
+    """C's truncating remainder (the sign of a); 0 for b == 0."""
+    r = a % b
+    zero = hl.cast(a.type(), 0)
+    return hl.select((a < zero) & (r != zero), r - hl.cast(a.type(), hl.abs(b)), r)
+
+
+def _divmod(a, b, fmod_fn):
+    """NumPy's npy_divmod in a's float type: (floor quotient, remainder with the sign of b)."""
+    mod = _let("divmod_mod", fmod_fn(a, b))
+    zero, one = _k(a, 0.0), _k(a, 1.0)
+    div = (a - mod) / b
+    flip = (mod != zero) & ((b < zero) != (mod < zero))
+    mod2 = hl.select(mod != zero, hl.select(flip, mod + b, mod), _copysign(zero, b))
+    div = _let("divmod_div", hl.select(flip, div - one, div))
+    fd = hl.floor(div)
+    fd = hl.select(div - fd > _k(a, 0.5), fd + one, fd)
+    fd = hl.select(div != zero, fd, _copysign(zero, a / b))
+    return fd, mod2
+
+
+def _remainder_with(fmod_fn):
+    def remainder_fn(a, b):
+        if not a.type().is_float():
+            return _int_floor_parts(a, b)[1]
+        a, b = _let("rem_x", a), _let("rem_y", b)
+        return hl.select(b == _k(a, 0.0), _ew._nan(a), _divmod(a, b, fmod_fn)[1])
+    return remainder_fn
+
+
+def _floor_divide_with(fmod_fn):
+    def floor_divide_fn(a, b):
+        if not a.type().is_float():
+            return _int_floor_parts(a, b)[0]
+        a, b = _let("fdiv_x", a), _let("fdiv_y", b)
+        return hl.select(b == _k(a, 0.0), a / b, _divmod(a, b, fmod_fn)[0])
+    return floor_divide_fn
+
+
+# -- fmax, fmin, logaddexp, heaviside --------------------------------------------------------------
+
+
+def _fmax(a, b):
+    if not a.type().is_float():
+        return hl.max(a, b)
+    return hl.select(_ew._is_nan(b) | (a > b) | (a == b), a, b)   # NaN a: b
+
+
+def _fmin(a, b):
+    if not a.type().is_float():
+        return hl.min(a, b)
+    return hl.select(_ew._is_nan(b) | (a < b) | (a == b), a, b)
+
+
+def _logaddexp_base(two: bool):
+    def fn(a, b):
+        a, b = _let("lae_a", a), _let("lae_b", b)
+        m = hl.max(a, b)
+        d = -hl.abs(a - b)
+        if two:
+            tail = _ew._log1p(_m._exp2(d)) * _k(a, 1.0 / math.log(2.0))
+            same = a + _k(a, 1.0)
+        else:
+            tail = _ew._log1p(_ew._exp(d))
+            same = a + _k(a, math.log(2.0))
+        res = hl.select(a == b, same, m + tail)       # equal infinities: no inf - inf
+        return hl.select(_nan_either(a, b), _ew._nan(a), res)
+    return fn
+
+
+def _heaviside(x, h0):
+    zero, one = _k(x, 0.0), _k(x, 1.0)
+    res = hl.select(x < zero, zero, hl.select(x > zero, one, h0))
+    return hl.select(_ew._is_nan(x), x, res)
+
+
+# -- bitwise ---------------------------------------------------------------------------------------
+
+
+def _shift(left: bool):
+    def fn(a, b):
+        t = a.type()
+        n = t.bits()
+        zero = hl.cast(t, 0)
+        in_range = (b < hl.cast(t, n)) if t.is_uint() else (b >= zero) & (b < hl.cast(t, n))
+        count = hl.clamp(b, zero, hl.cast(t, n - 1))
+        if left:
+            return hl.select(in_range, a << count, zero)
+        beyond = zero if t.is_uint() else hl.select(a < zero, hl.cast(t, -1), zero)
+        return hl.select(in_range, a >> count, beyond)
+    return fn
+
+
+def _ref_shift(np_fn, left: bool):
+    def ref(a, b):
+        a, b = np.asarray(a), np.asarray(b)
+        bits = a.dtype.itemsize * 8
+        ok = (b >= 0) & (b < bits)
+        safe = np.where(ok, b, 0).astype(b.dtype)
+        out = np_fn(a, safe)
+        beyond = np.zeros_like(out) if left or a.dtype.kind == "u" else np.where(a < 0, -1, 0)
+        return np.where(ok, out, beyond).astype(a.dtype)
+    return ref
+
+
+# -- references ------------------------------------------------------------------------------------
+
+
+def _ref_lerp(start, end, weight):
+    start, end, weight = np.asarray(start), np.asarray(end), np.asarray(weight)
+    diff = end - start
+    one, half = np.asarray(1, start.dtype), np.asarray(0.5, start.dtype)
+    return np.where(weight < half, start + weight * diff, end - diff * (one - weight))
+
+
+def _nonzero_divisor(dims, dtypes, params, rng):
+    shape = (dims["R"], dims["C"])
+    a = rng.uniform(-20.0, 20.0, size=shape)
+    b = rng.uniform(0.5, 3.0, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+    if np.dtype(dtypes[0]).kind == "i":
+        return [np.round(a).astype(dtypes[0]), np.round(b * 3).astype(dtypes[1])]
+    return [a.astype(dtypes[0]), b.astype(dtypes[1])]
+
+
+def _shift_inputs(dims, dtypes, params, rng):
+    shape = (dims["R"], dims["C"])
+    bits = np.dtype(dtypes[0]).itemsize * 8
+    return [rng.integers(0, 100, size=shape).astype(dtypes[0]),
+            rng.integers(0, bits, size=shape).astype(dtypes[1])]
+
+
+# -- the ops ---------------------------------------------------------------------------------------
+
+_b = _bin._binary
+_DIV_TYPES = ("float32", "float16", "int32", "int64")
+
+atan2 = _b("atan2", _atan2, lambda y, x: np.arctan2(y, x),
+           "Angle of the point (x, y) (np.arctan2), in [-pi, pi], with C's signed zeros.",
+           arg_names=("y", "x"))
+hypot = _b("hypot", _hypot, lambda a, b: np.hypot(a, b),
+           "sqrt(a**2 + b**2) without overflow or underflow; inf if either is inf.")
+copysign = _b("copysign", _copysign, lambda a, b: np.copysign(a, b),
+              "|a| with the sign of b (its sign bit: -0.0 and -NaN count as negative).")
+lerp = _b("lerp", _lerp, _ref_lerp,
+          "torch.lerp: input + weight * (end - input), computed from end when weight >= 0.5.",
+          arg_names=("input", "end", "weight"))
+fmod = _b("fmod", _fmod32, _quiet(lambda a, b: np.fmod(a, b)),
+          "C's fmod: a - trunc(a / b) * b exactly, with the sign of a; NaN for b == 0 (floats), "
+          "0 for integers.", dtypes=_DIV_TYPES, fn16=_fmod16, make_inputs=_nonzero_divisor)
+remainder = _b("remainder", _remainder_with(_fmod32), _quiet(lambda a, b: np.remainder(a, b)),
+               "a mod b with the sign of b (Python's % and np.remainder).", dtypes=_DIV_TYPES,
+               fn16=_remainder_with(_fmod16), make_inputs=_nonzero_divisor)
+floor_divide = _b("floor_divide", _floor_divide_with(_fmod32),
+                  _quiet(lambda a, b: np.floor_divide(a, b)),
+                  "floor(a / b) as np.floor_divide (Python's //).", dtypes=_DIV_TYPES,
+                  fn16=_floor_divide_with(_fmod16), make_inputs=_nonzero_divisor)
+fmax = _b("fmax", _fmax, lambda a, b: np.fmax(a, b),
+          "Elementwise maximum ignoring NaN (np.fmax).", dtypes=FLOATS + ("int32", "int64"))
+fmin = _b("fmin", _fmin, lambda a, b: np.fmin(a, b),
+          "Elementwise minimum ignoring NaN (np.fmin).", dtypes=FLOATS + ("int32", "int64"))
+logaddexp = _b("logaddexp", _logaddexp_base(False), _quiet(lambda a, b: np.logaddexp(a, b)),
+               "log(exp(a) + exp(b)) without overflow.")
+logaddexp2 = _b("logaddexp2", _logaddexp_base(True), _quiet(lambda a, b: np.logaddexp2(a, b)),
+                "log2(2**a + 2**b) without overflow.")
+heaviside = _b("heaviside", _heaviside, lambda x, h0: np.heaviside(x, h0),
+               "Step function: 0 for x < 0, h0 at 0, 1 for x > 0 (np.heaviside).",
+               arg_names=("x", "h0"))
+bitwise_and = _b("bitwise_and", lambda a, b: a & b, lambda a, b: np.bitwise_and(a, b),
+                 "a & b on integers (and bool).", dtypes=INTS + ("bool",))
+bitwise_or = _b("bitwise_or", lambda a, b: a | b, lambda a, b: np.bitwise_or(a, b),
+                "a | b on integers (and bool).", dtypes=INTS + ("bool",))
+bitwise_xor = _b("bitwise_xor", lambda a, b: a ^ b, lambda a, b: np.bitwise_xor(a, b),
+                 "a ^ b on integers (and bool).", dtypes=INTS + ("bool",))
+left_shift = _b("left_shift", _shift(True), _ref_shift(np.left_shift, True),
+                "a << b; 0 where b is negative or at least the bit width (as NumPy).",
+                dtypes=INTS, make_inputs=_shift_inputs)
+right_shift = _b("right_shift", _shift(False), _ref_shift(np.right_shift, False),
+                 "a >> b (arithmetic for signed ints); beyond the width: 0, or -1 for a < 0.",
+                 dtypes=INTS, make_inputs=_shift_inputs)
