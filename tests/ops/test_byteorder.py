@@ -158,6 +158,31 @@ CALLS.update({
 NO_ARRAY_INPUT = NO_ARRAY_INPUT | {"eye", "arange"}     # they take numbers only
 # -- end of the layout ... image nn block ------------------------------------------------------
 
+# -- math, arith, activations (pypto/ops/{math,arith,activations}.py) ----------------------------
+CALLS.update({
+    **{n: (lambda: ((_r((3, 5)),), {})) for n in (
+        "atan", "asin", "acos", "tan", "sinh", "cosh", "asinh", "atanh", "exp2", "cbrt", "sign",
+        "trunc", "deg2rad", "rad2deg", "isnan", "isinf", "isfinite", "signbit", "nan_to_num",
+        "hardsigmoid", "hardswish", "mish", "elu", "selu", "celu", "softsign", "hardtanh",
+        "relu6", "tanhshrink", "hardshrink", "softshrink", "log_sigmoid", "softmin")},
+    **{n: (lambda: ((_r((3, 6)),), {})) for n in ("glu", "geglu")},
+    **{n: (lambda: ((_r((3, 5), low=1.0, high=3.0),), {})) for n in ("acosh", "log2", "log10")},
+    "logit": lambda: ((_r((3, 5), low=0.05, high=0.95),), {"eps": 0.01}),
+    "threshold": lambda: ((_r((3, 5)),), {"threshold": 0.1, "value": -1.0}),
+    "cast": lambda: ((_r((3, 5), low=-50, high=50),), {"dtype": "int16"}),
+    "bitwise_not": lambda: ((_r((3, 5), "int32"),), {}),
+    **{n: (lambda: ((_r((3, 5)), _r((3, 5), seed=1, low=0.5, high=2.0)), {})) for n in (
+        "atan2", "hypot", "copysign", "fmod", "remainder", "floor_divide", "fmax", "fmin",
+        "logaddexp", "logaddexp2", "heaviside")},
+    "lerp": lambda: ((_r((3, 5)), _r((5,), seed=1), _r((3, 5), seed=2, low=0, high=1)), {}),
+    **{n: (lambda: ((_r((3, 5), "int32"), _r((3, 5), "int32", seed=1)), {})) for n in (
+        "bitwise_and", "bitwise_or", "bitwise_xor")},
+    **{n: (lambda: ((_r((3, 5), "int64"), np.abs(_r((3, 5), "int64", seed=1)) % 60), {}))
+       for n in ("left_shift", "right_shift")},
+    "prelu": lambda: ((_r((2, 3, 5)), _r((3,), seed=1)), {}),
+})
+# -- end of the math, arith, activations block ---------------------------------------------------
+
 
 def test_every_op_with_a_multibyte_array_is_covered():
     names = {op.name for op in pypto.list_ops()}

@@ -1032,6 +1032,155 @@ def _():
 # -- end of the layout ... image nn block ------------------------------------------------------
 
 
+# -- math, arith, activations (pypto/ops/{math,arith,activations}.py) ----------------------------
+# torch has no cbrt: it is checked against sign(x) * |x| ** (1/3) in torch; geglu against
+# torch.chunk plus F.gelu. Everything else is one torch function.
+_MATH_UNARY = {
+    "atan": (torch.atan, -8, 8), "asin": (torch.asin, -1, 1), "acos": (torch.acos, -1, 1),
+    "tan": (torch.tan, -1.5, 1.5), "sinh": (torch.sinh, -10, 10), "cosh": (torch.cosh, -10, 10),
+    "asinh": (torch.asinh, -50, 50), "acosh": (torch.acosh, 1, 50),
+    "atanh": (torch.atanh, -0.99, 0.99), "exp2": (torch.exp2, -20, 20),
+    "log2": (torch.log2, 1e-3, 100), "log10": (torch.log10, 1e-3, 100),
+    "cbrt": (lambda x: torch.sign(x) * torch.abs(x) ** (1.0 / 3.0), -30, 30),
+    "trunc": (torch.trunc, -5, 5), "deg2rad": (torch.deg2rad, -400, 400),
+    "rad2deg": (torch.rad2deg, -7, 7), "hardsigmoid": (F.hardsigmoid, -5, 5),
+    "hardswish": (F.hardswish, -5, 5), "mish": (F.mish, -20, 20), "selu": (F.selu, -5, 5),
+    "softsign": (F.softsign, -10, 10), "relu6": (F.relu6, -3, 9),
+    "tanhshrink": (F.tanhshrink, -4, 4), "log_sigmoid": (F.logsigmoid, -30, 30),
+}
+for _n, (_fn, _lo, _hi) in _MATH_UNARY.items():
+    CASES[_n] = (FLOATS, *_unary(_fn, _lo, _hi))
+CASES["sign"] = (FLOATS + ("int32", "int8"), *_unary(torch.sign, -3, 3))
+CASES["bitwise_not"] = (("int32", "int64", "int8"), *_unary(torch.bitwise_not, -3, 3))
+
+
+def _with_specials(fn, params_odd=None):
+    def make(size, dt):
+        x = _u(_rng(size), _shape(size), dt)
+        x.flat[:5] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+        return (x,), ({} if size == "small" else dict(params_odd or {}))
+    return make, fn
+
+
+for _n, _fn in (("isnan", torch.isnan), ("isinf", torch.isinf), ("isfinite", torch.isfinite),
+                ("signbit", torch.signbit)):
+    CASES[_n] = (FLOATS, _with_specials(_fn)[0], lambda x, _f=_fn: _f(x))
+CASES["nan_to_num"] = (FLOATS, *_with_specials(
+    lambda x, nan=0.0, posinf=None, neginf=None: torch.nan_to_num(x, nan, posinf, neginf),
+    {"nan": 2.0, "posinf": 9.0, "neginf": -9.0}))
+
+
+@case("cast", FLOATS + ("int32", "int8"))
+def _():
+    def make(size, dt):
+        return (_u(_rng(size), _shape(size), dt, -100, 100),), \
+            {"dtype": "int16" if size == "small" else "float16"}
+    return make, lambda x, dtype: x.to(getattr(torch, dtype))
+
+
+_MATH_BINARY = {
+    "atan2": (torch.atan2, FLOATS, -3, 3, -3, 3), "hypot": (torch.hypot, FLOATS, -3, 3, -3, 3),
+    "copysign": (torch.copysign, FLOATS, -3, 3, -3, 3),
+    "fmod": (torch.fmod, ("float32", "int32", "int64"), -20, 20, 0.5, 4),
+    "remainder": (torch.remainder, ("float32", "int32", "int64"), -20, 20, -4, -0.5),
+    "floor_divide": (torch.floor_divide, ("float32", "int32", "int64"), -20, 20, 0.5, 4),
+    "fmax": (torch.fmax, FLOATS + ("int32",), -3, 3, -3, 3),
+    "fmin": (torch.fmin, FLOATS + ("int32",), -3, 3, -3, 3),
+    "logaddexp": (torch.logaddexp, FLOATS, -30, 30, -30, 30),
+    "logaddexp2": (torch.logaddexp2, FLOATS, -30, 30, -30, 30),
+    "heaviside": (torch.heaviside, FLOATS, -2, 2, -1, 1),
+    "bitwise_and": (torch.bitwise_and, ("int32", "int64", "int8"), -3, 3, -3, 3),
+    "bitwise_or": (torch.bitwise_or, ("int32", "int64", "int8"), -3, 3, -3, 3),
+    "bitwise_xor": (torch.bitwise_xor, ("int32", "int64", "int8"), -3, 3, -3, 3),
+}
+for _n, (_fn, _dts, _lo, _hi, _blo, _bhi) in _MATH_BINARY.items():
+    CASES[_n] = (_dts, *_binary(_fn, _lo, _hi, _blo, _bhi))
+
+
+def _shifts(fn):
+    def make(size, dt):
+        rng = _rng(size)
+        a = _u(rng, _shape(size), dt)
+        return (a, rng.integers(0, np.dtype(dt).itemsize * 8, _shape(size)).astype(dt)), {}
+    return make, fn
+
+
+CASES["left_shift"] = (("int32", "int64", "int8"), *_shifts(torch.bitwise_left_shift))
+CASES["right_shift"] = (("int32", "int64", "int8"), *_shifts(torch.bitwise_right_shift))
+
+
+@case("lerp")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        a, b = _u(rng, _shape(size), dt), _u(rng, _shape(size), dt)
+        w = _u(rng, _shape(size) if size == "small" else (1,), dt, -0.5, 1.5)
+        return (a, b, w), {}
+    return make, torch.lerp
+
+
+def _act(fn, params_small, params_odd, low=-6.0, high=6.0):
+    def make(size, dt):
+        return (_u(_rng(size), _shape(size), dt, low, high),), \
+            (params_small if size == "small" else params_odd)
+    return make, fn
+
+
+CASES["elu"] = (FLOATS, *_act(lambda x, alpha=1.0: F.elu(x, alpha), {}, {"alpha": 0.3}))
+CASES["celu"] = (FLOATS, *_act(lambda x, alpha=1.0: F.celu(x, alpha), {}, {"alpha": 2.5}))
+CASES["hardtanh"] = (FLOATS, *_act(lambda x, min_val=-1.0, max_val=1.0: F.hardtanh(
+    x, min_val, max_val), {}, {"min_val": -0.5, "max_val": 2.0}))
+CASES["hardshrink"] = (FLOATS, *_act(lambda x, lambd=0.5: F.hardshrink(x, lambd), {},
+                                     {"lambd": 1.25}))
+CASES["softshrink"] = (FLOATS, *_act(lambda x, lambd=0.5: F.softshrink(x, lambd), {},
+                                     {"lambd": 1.25}))
+CASES["threshold"] = (FLOATS, *_act(lambda x, threshold, value: F.threshold(x, threshold, value),
+                                    {"threshold": 0.5, "value": -2.0},
+                                    {"threshold": -1.0, "value": 0.0}))
+CASES["logit"] = (FLOATS, *_act(lambda x, eps=None: torch.logit(x, eps), {}, {"eps": 0.2},
+                                0.01, 0.99))
+
+
+def _halves(size, dt):
+    return _u(_rng(size), (4, 8) if size == "small" else (3, 6, 5), dt)
+
+
+@case("glu")
+def _():
+    def make(size, dt):
+        return (_halves(size, dt),), ({} if size == "small" else {"axis": 1})
+    return make, lambda x, axis=-1: F.glu(x, dim=axis)
+
+
+@case("geglu")
+def _():
+    def make(size, dt):
+        return (_halves(size, dt),), ({} if size == "small" else {"axis": 1,
+                                                                  "approximate": "tanh"})
+
+    def ref(x, axis=-1, approximate="none"):
+        a, b = torch.chunk(x, 2, dim=axis)
+        return a * F.gelu(b, approximate=approximate)
+    return make, ref
+
+
+@case("softmin")
+def _():
+    make = CASES["softmax"][1]
+    return make, lambda x, axis=-1: F.softmin(x, dim=axis)
+
+
+@case("prelu")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 3, 4, 5), dt), _u(rng, (3,), dt, 0, 1)), {}
+        return (_u(rng, (3, 127), dt), _u(rng, (1,), dt, 0, 1)), {}
+    return make, F.prelu
+# -- end of the math, arith, activations block ---------------------------------------------------
+
+
 ANCHOR_CALLS = {
     "small": {"feat_h": 2, "feat_w": 3, "stride": 16, "sizes": (32, 64), "ratios": (0.5, 1.0)},
     "odd": {"feat_h": 5, "feat_w": 7, "stride": (8, 4), "sizes": (13.0,),
