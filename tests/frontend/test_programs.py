@@ -58,6 +58,7 @@ _PARAMS = {
     "dequantize": {"scale": 0.5, "zero_point": 3},
     "quantize": {"scale": 0.25, "zero_point": 1},
     "requantize": {"scale": 0.01, "zero_point": 2},
+    "threshold": {"threshold": 0.5, "value": -1.0},   # both required, as in torch
 }
 
 
