@@ -310,3 +310,19 @@ def test_public_signatures_follow_numpy_and_torch():
     assert pypto.get_op("atan2").public_signature() == "atan2(y, x)"
     assert pypto.get_op("lerp").public_signature() == "lerp(input, end, weight)"
     assert pypto.get_op("cast").public_signature() == "cast(x, dtype='float32')"
+
+
+def test_gpu_defaults_run_on_opencl():
+    """A unary, a binary (float64 inside), a gated and a row op under the GPU default schedule."""
+    from helpers import opencl_device
+
+    if not opencl_device():
+        pytest.skip("no OpenCL device (PoCL) here")
+    x = RNG.uniform(-3, 3, (16, 130)).astype(np.float32)
+    y = RNG.uniform(0.5, 3, (16, 130)).astype(np.float32)
+    calls = [("atan", (x,)), ("fmod", (x, y)), ("glu", (x,)), ("softmin", (x,))]
+    for name, args in calls:
+        want = getattr(P, name)(*args)
+        with pypto.target("opencl"):
+            got = getattr(P, name)(*args)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=name)
