@@ -98,7 +98,7 @@ def _exponent(v):
 def _fmod_magnitude(a, b, steps: int):
     """|fmod(a, b)| in float64, exact, for float32 a, b (finite, b != 0).
 
-    Each step takes off a multiple q of b * 2**s, with s chosen so that q < 2**29: q * b * 2**s
+    Step i takes off a multiple q of b * 2**s_i, with s_i chosen so that q < 2**29: q * b * 2**s_i
     then has at most 53 bits. q comes from a multiplication by 1/b (no division), so it may be
     one too small or too large; the remainder is brought back into [0, b * 2**s) once. Every
     value stays a multiple of the finer of the inputs' last bits and below 2**26 of them, so
@@ -107,10 +107,11 @@ def _fmod_magnitude(a, b, steps: int):
     r = _let("fmod_a", hl.abs(hl.cast(hl.Float(64), a)))
     bb = _let("fmod_b", hl.abs(hl.cast(hl.Float(64), b)))
     inv = _let("fmod_inv", hl.f64(1.0) / bb)
-    eb = _exponent(bb)
+    # The shifts are planned from the exponents once: step i leaves r < b * 2**s_i, so with
+    # s_(i+1) = s_i - 28 the next quotient is again below 2**29.
+    d = _let("fmod_d", _exponent(r) - _exponent(bb))
     for i in range(steps):
-        er = _exponent(r)
-        s = _let(f"fmod_s{i}", hl.max(er - eb - 28, 0))
+        s = _let(f"fmod_s{i}", hl.max(d - 28 * (i + 1), 0))
         bs = _let(f"fmod_bs{i}", bb * _ew._pow2(s, bb))
         q = hl.trunc(r * (inv * _ew._pow2(-s, bb)))
         t = _let(f"fmod_t{i}", r - q * bs)
