@@ -173,7 +173,7 @@ def _eye_frontend(N, M=None, k=0, dtype="float32"):  # noqa: N803 - NumPy's name
     params=[Param("rows", int, 8, low=1, high=_BIG, doc="rows"),
             Param("cols", int, 8, low=1, high=_BIG, doc="columns"), _K],
     reference=lambda N, M=None, k=0, dtype="float32": np.eye(N, M, k, dtype=dtype),
-    kernel_reference=lambda one, rows=8, cols=8, k=0: np.eye(rows, cols, k, dtype=one.dtype),
+    kernel_reference=lambda one, rows=8, cols=8, k=0: np.eye(rows, cols, k, dtype=one.dtype) * one[0],
     frontend=_eye_frontend, validate=lambda d, p: _one_or_two("eye", d, 1), derive=lambda d, p: {"R": p["rows"], "C": p["cols"]},
     example={"K": 1})
 def eye(one, *, rows, cols, k, dims):

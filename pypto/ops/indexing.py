@@ -6,9 +6,9 @@ Names and arguments follow NumPy (``take_along_axis``, ``tril``, ``triu``, ``dia
 ``scatter_add``, ``masked_fill``, ``F.embedding``, ``F.one_hot``); ``sequence_mask(lengths,
 max_len)`` is TensorFlow's. Indices are int32 or int64 arrays.
 
-Out-of-range indices are an error raised by the kernel itself (an ``ExecutionError`` naming the
-index, the size and the argument), so a traced program checks them too; they never read or write
-outside an array. ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
+Out-of-range indices are a ``ParamError`` naming the argument, the position, the value and the
+valid range. Inside a traced program the indices are not known to Python: there the kernels
+clamp them into range (they never read or write outside an array) and nothing is raised. ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
 the PyTorch-named ops refuse them, as PyTorch does.
 
 Kernel forms: ops along one axis see [O, A, I] (see ``layout``): ``take_along_axis`` and
@@ -36,15 +36,28 @@ def _e(v):
 
 
 def _checked(v, n, what: str, wrap: bool = False):
-    """Index ``v`` as an Int(32) in [0, n): a run-time error naming ``what`` otherwise."""
+    """Index ``v`` as an Int(32) in [0, n): negative ones wrapped when ``wrap``, then clamped, so
+    that no index ever reads or writes outside an array (the frontends check the values)."""
     v = _e(v)
-    nn = hl.cast(v.type(), n)
     if wrap:
-        v = hl.select(v < 0, v + nn, v)
-    ok = (v >= 0) & (v < nn)
-    v = hl.require(ok, v, hl.Expr(f"index out of range in '{what}': valid indices are 0 to"),
-                   _e(n) - 1, hl.Expr("but got"), v)
+        v = hl.select(v < 0, v + hl.cast(v.type(), n), v)
     return hl.clamp(hl.cast(hl.Int(32), v), 0, n - 1)
+
+
+def check_range(name: str, arg: str, idx, n: int, wrap: bool = False, skip=None) -> None:
+    """ParamError naming the first index of ``idx`` outside [0, n) ([-n, n) when ``wrap``);
+    ``skip`` is a value that is allowed anyway (ignore_index). A traced Tensor holds no values:
+    its indices are clamped into range by the kernel instead."""
+    if not isinstance(idx, np.ndarray) or idx.size == 0:
+        return
+    lo = -n if wrap else 0
+    bad = (idx < lo) | (idx >= n)
+    if skip is not None:
+        bad &= idx != skip
+    if bad.any():
+        at = np.unravel_index(int(np.flatnonzero(bad)[0]), idx.shape)
+        raise ParamError(f"{name}: {arg}[{', '.join(map(str, at))}] = {int(idx[at])} is out of "
+                         f"range; valid indices are {lo} to {n - 1}")
 
 
 def _sigs(data=ANY, idx=_IDX):
@@ -72,6 +85,8 @@ def _along_call(the_op, name, x, idx, axis):
         raise ShapeError(f"{name}: index must have the rank of x ({x.ndim}), got shape "
                          f"{idx.shape}")
     ax = _axis(name, axis, x.ndim)
+    check_range(name, "index" if the_op is gather else "indices", idx, x.shape[ax],
+                wrap=the_op is take_along_axis)
     out = the_op.kernel(_oai(x, ax), _oai(idx, ax))
     return out.reshape(idx.shape)
 
@@ -155,6 +170,7 @@ def _index_select_frontend(x, dim, index):
     if idx.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {idx.shape}")
     ax = _axis(name, dim, x.ndim)
+    check_range(name, "index", idx, x.shape[ax])
     out = index_select.kernel(_oai(x, ax), idx)
     return out.reshape(x.shape[:ax] + idx.shape + x.shape[ax + 1:])
 
@@ -195,6 +211,7 @@ def _embedding_frontend(input, weight, padding_idx=None):  # noqa: A002 - torch'
         if not -w.shape[0] <= padding_idx < w.shape[0]:
             raise ParamError(f"embedding: padding_idx {padding_idx} is not a row of weight "
                              f"({w.shape[0]} rows)")
+    check_range(name, "input", idx, w.shape[0])
     out = embedding.kernel(idx.reshape(-1), w)
     return out.reshape(idx.shape + (w.shape[1],))
 
@@ -231,6 +248,7 @@ def _one_hot_frontend(tensor, num_classes=-1):
                              "index is data)")
         num_classes = int(idx.max()) + 1 if idx.size else 1
     c = _int(name, "num_classes", num_classes, low=1)
+    check_range(name, "tensor", idx, c)
     return one_hot.kernel(idx.reshape(-1), num_classes=c).reshape(idx.shape + (c,))
 
 
@@ -248,10 +266,8 @@ def _one_hot_inputs(dims, dtypes, params, rng):
 def one_hot(tensor, *, num_classes, dims):
     """out[n, c] = 1 if tensor[n] == c else 0 (int64)."""
     c, n = hl.Var("c"), hl.Var("n")
-    k = hl.Func("k")
-    k[n] = _checked(tensor[n], num_classes, "tensor")
-    out = hl.Func("out")
-    out[c, n] = hl.cast(hl.Int(64), k[n] == c)
+    out = hl.Func("out")     # (an index out of range gives a row of zeros; nothing is read)
+    out[c, n] = hl.cast(hl.Int(64), tensor[n] == hl.cast(tensor.type(), c))
     return out
 
 
@@ -274,6 +290,7 @@ def _scatter_add_frontend(input, dim, index, src):  # noqa: A002
         if (d != ax and idx.shape[d] != x.shape[d]) or idx.shape[d] > s.shape[d]:
             raise ShapeError(f"scatter_add: index {idx.shape} must equal input {x.shape} on "
                              f"every axis but {ax}, and fit in src {s.shape}")
+    check_range(name, "index", idx, x.shape[ax])
     s = s[tuple(slice(0, n) for n in idx.shape)]
     return scatter_add.kernel(_oai(x, ax), _oai(idx, ax), _oai(s, ax)).reshape(x.shape)
 

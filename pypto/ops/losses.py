@@ -10,8 +10,8 @@ shape (torch only warns when they broadcast); ``weight`` and ``pos_weight`` broa
 [C] or [N, C, d1, ...] like torch. Their kernel gives each sample's loss and weight
 ``w[target]`` (0 where ``target == ignore_index``); ``"mean"`` divides the summed loss by the
 summed weights, as torch does (all ignored: NaN). ``label_smoothing`` mixes in
-``-(sum_c w_c log p_c) / C``. A target outside [0, C) that is not ``ignore_index`` is a run-time
-error naming it. Probability targets are not supported.
+``-(sum_c w_c log p_c) / C``. A target outside [0, C) that is not ``ignore_index`` is a
+``ParamError`` naming it (clamped into range inside traced programs, see ``indexing``). Probability targets are not supported.
 
 Distances: ``cosine_similarity(x1, x2, dim=1, eps=1e-8)`` normalizes each by
 ``max(||x||, eps)`` first (torch's current definition); ``pairwise_distance(x1, x2, p, eps)`` is
@@ -34,7 +34,7 @@ from . import elementwise as _ew
 from . import reduce as _red
 from ._op import Param, op
 from .binary import _plan
-from .indexing import _checked
+from .indexing import _checked, check_range
 from .layout import _axis, bcast
 
 _FLOATS = ["float32", "float64"]
@@ -296,6 +296,7 @@ def _class_loss(the_op, name, input, target, weight, ignore_index, reduction, **
         raise ParamError(f"{name}: 'reduction' must be one of {list(_REDUCTIONS)}, got "
                          f"{reduction!r}")
     x, t, w, shape = _class_args(name, input, target, weight)
+    check_range(name, "target", t, x.shape[-1], skip=ignore_index)
     loss, wt = the_op.kernel(x, t, w, ignore_index=ignore_index, **params)
     if reduction == "none":
         return loss.reshape(shape)

@@ -1,0 +1,137 @@
+"""Default schedules of the layout, indexing, scan and detection ops.
+
+- Copies along one axis (kernel form [O, A, I] -> [O, X, I]: split, pad, tile, repeat, flip, roll,
+  take_along_axis, gather, index_select): the generic rule vectorizes the innermost dim I, which
+  is 1 when the op works on the last axis. Then the middle dim X is made innermost and vectorized
+  instead, and the rows O run in parallel.
+- Scans ([O, R, I], sequential along R): the update (the scan itself) runs in parallel over the
+  rows O and vectorized across I when I spans a vector; the generic rule left it serial.
+- scatter_add: its update runs in parallel over the rows O (a row's scatters stay in order).
+- The extra row reductions (all, any, count_nonzero, vector_norm, the nan* ops) reuse the
+  reduction family's template: their Funcs have the same shape ([O] over RVar ``k$x``).
+- nms: every stage at root as the generic rule has it; the final scatter is marked serial (it
+  must be, and Halide warns about an update left unscheduled).
+"""
+
+from __future__ import annotations
+
+from ..defaults import MIN_TASK_ELEMS, D, _pow2_at_most, generic, output_directives, template
+from .reduce import row_reduction
+
+_COPIES = ("split", "pad", "tile", "repeat", "flip", "roll", "take_along_axis", "gather",
+           "index_select")
+
+
+def _oai_copy(built, dims, lanes):
+    out = built.funcs["out"]
+    i, x, o = out.args
+    n_i = dims.get(i.upper(), 1)
+    n_x = dims.get(x.upper(), 1)
+    if n_i >= lanes or n_x < lanes:
+        return generic(built, dims, lanes)
+    ds = [D("reorder", "out", vars=[x, i, o]),
+          D("vectorize", "out", var=x, factor=_pow2_at_most(n_x, lanes))]
+    if dims.get("O", 1) > 1 and n_x * n_i * dims.get("O", 1) >= MIN_TASK_ELEMS:
+        ds.append(D("parallel", "out", var=o))
+    return ds
+
+
+def _scan_update(info, dims, lanes):
+    """The scan update of ``info`` ([i, r, o] over RVar k): parallel rows, lanes across I."""
+    (k,) = info.updates[0]
+    ds = []
+    if dims.get("I", 1) >= lanes:
+        ds += [D("split", info.name, 1, var="i", outer="i_o", inner="i_v", factor=lanes,
+                 tail="guard_with_if"),
+               D("reorder", info.name, 1, vars=["i_v", k, "i_o", "o"]),
+               D("vectorize", info.name, 1, var="i_v")]
+    if dims.get("O", 1) > 1:
+        ds.append(D("parallel", info.name, 1, var="o"))
+    return ds
+
+
+def _scan(built, dims, lanes):
+    ds = []
+    for info in built.funcs.values():
+        if info.is_input:
+            continue
+        if info.is_output:
+            ds += output_directives(info.name, info.args, dims, lanes)
+        elif info.updates:
+            ds.append(D("compute_root", info.name))
+        if info.updates:
+            ds += _scan_update(info, dims, lanes)
+    return ds
+
+
+def _scatter_add(built, dims, lanes):
+    ds = output_directives("out", built.funcs["out"].args, dims, lanes)
+    if dims.get("O", 1) > 1:
+        ds.append(D("parallel", "out", 1, var="o"))
+    else:
+        ds.append(D("serial", "out", 1, var="i"))
+    return ds
+
+
+def _nms(built, dims, lanes):
+    ds = generic(built, dims, lanes)
+    (put,) = built.funcs["keep"].updates[0]
+    return ds + [D("serial", "keep", 1, var=put)]
+
+
+for _name in _COPIES:
+    template(_name)(_oai_copy)
+for _name in ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"):
+    template(_name)(_scan)
+for _name in ("all", "any", "count_nonzero", "vector_norm", "nansum", "nanmean", "nanmax",
+              "nanmin"):
+    template(_name)(row_reduction)
+template("scatter_add")(_scatter_add)
+template("nms")(_nms)
+template("batched_nms")(_nms)
+
+
+# -- sorting -------------------------------------------------------------------------------------
+#: Rows per parallel task of a sorting network (each stage of a block stays in cache).
+SORT_BLOCK = 64
+
+
+def _network(built, dims, lanes):
+    """sort, argsort, median: every stage of the bitonic network computed per block of rows,
+    vectorized across the rows of the block (a stage reads its partner at the same index in
+    every row, so each vector load is dense)."""
+    stages = [n for n in built.funcs if n.startswith("stage")]
+    n_o = dims.get("O", 1)
+    ds = []
+    if n_o >= lanes:
+        block = max(lanes, min(SORT_BLOCK, n_o))
+        ds += [D("split", "out", var="o", outer="oo", inner="oi", factor=block),
+               D("parallel", "out", var="oo")]
+        for s in stages:
+            ds += [D("compute_at", s, at="out", var="oo"),
+                   D("vectorize", s, var="o", factor=lanes)]
+        return ds
+    width = built.params.get("width", 1)
+    for s in stages:
+        ds.append(D("compute_root", s))
+        if width >= lanes:
+            ds.append(D("vectorize", s, var="t", factor=lanes))
+    return ds
+
+
+def _topk(built, dims, lanes):
+    """topk: the selection passes at root, vectorized across rows, rows in parallel."""
+    (rx, ry) = built.funcs["pick"].updates[0]
+    ds = [D("compute_root", "pick")]
+    if dims.get("O", 1) >= lanes:
+        ds += [D("split", "pick", 1, var="o", outer="o_o", inner="o_v", factor=lanes,
+                 tail="guard_with_if"),
+               D("reorder", "pick", 1, vars=["o_v", rx, ry, "o_o", "i"]),
+               D("vectorize", "pick", 1, var="o_v"),
+               D("parallel", "pick", 1, var="o_o")]
+    return ds
+
+
+for _name in ("sort", "argsort", "median"):
+    template(_name)(_network)
+template("topk")(_topk)
