@@ -102,7 +102,8 @@ def _network(built, dims, lanes):
     every row, so each vector load is dense)."""
     stages = [n for n in built.funcs if n.startswith("stage")]
     n_o = dims.get("O", 1)
-    ds = []
+    # Each stage's no-op update (see sorting._materialized), named so Halide does not warn.
+    ds = [D("serial", s, 1, var=built.funcs[s].updates[0][0]) for s in stages]
     if n_o >= lanes:
         block = max(lanes, min(SORT_BLOCK, n_o))
         ds += [D("split", "out", var="o", outer="oo", inner="oi", factor=block),
