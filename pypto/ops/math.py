@@ -45,20 +45,20 @@ INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
 CAST_TYPES = ("bool",) + INT_TYPES + ("float16", "float32", "float64")
 
 
-def _precise(expr: str) -> tuple[float, float]:
-    """A constant as (double, what the double misses), from 40 digits (``expr`` in Decimal)."""
-    with decimal.localcontext() as ctx:
-        ctx.prec = 40
-        exact = eval(expr, {"D": decimal.Decimal})  # noqa: S307 - our own literal expressions
-        hi = float(exact)
-        return hi, float(exact - decimal.Decimal(hi))
+def _precise(exact: decimal.Decimal) -> tuple[float, float]:
+    """A constant as (double, what the double misses)."""
+    hi = float(exact)
+    return hi, float(exact - decimal.Decimal(hi))
 
 
 _PI = (math.pi, 1.2246467991473532e-16)           # pi = hi + lo to about 107 bits
-_LN2 = _precise("D(2).ln()")
-_LOG10_2 = _precise("D(2).log10()")
-_LOG10_E = _precise("D(1).exp().log10()")
-_INV_LN2 = _precise("1 / D(2).ln()")
+with decimal.localcontext() as _ctx:              # 40 digits: lo is good to the last bit
+    _ctx.prec = 40
+    _TWO = decimal.Decimal(2)
+    _LN2 = _precise(_TWO.ln())
+    _LOG10_2 = _precise(_TWO.log10())
+    _LOG10_E = _precise(decimal.Decimal(1).exp().log10())
+    _INV_LN2 = _precise(1 / _TWO.ln())
 
 
 def _pair(like, v: float, v_lo: float):
