@@ -26,6 +26,7 @@ PARAMS = {
     "dequantize": dict(scale=0.5, zero_point=3),
     "quantize": dict(scale=0.5, zero_point=3),
     "requantize": dict(scale=0.5, zero_point=3),
+    "threshold": dict(threshold=0.5, value=-1.0),
 }
 #: Shapes that the op's example cannot be shrunk to by clipping each dim.
 SHAPES = {"lstm_cell": {"B": 2, "IN": 5, "HID": 4, "G": 16}}
