@@ -522,10 +522,13 @@ def _public_plan(op, args, rec: list, result) -> _PublicPlan | None:
         return None
     sources = []
     for ka in kargs:
-        j = next((j for j, a in enumerate(args) if _same_bytes(a, ka)), None)
-        if j is None:
+        js = [j for j, a in enumerate(args) if _same_bytes(a, ka)]
+        if len(js) != 1:
+            # No argument, or several holding the same bytes (add(a, a)): which one a later
+            # call's kernel argument comes from is ambiguous, so this signature keeps the
+            # frontend.
             return None
-        sources.append(j)
+        sources.append(js[0])
     results = result if isinstance(result, tuple) else (result,)
     if len(results) != len(kouts):
         return None

@@ -323,7 +323,6 @@ class Lowering:
             except _NoLift:
                 pass
         ins = [self.read(self.g.ref(t), t.shape, ("anchor", idx)) for t in n.inputs]
-        before = set(self.funcs)
         with _named(prefix):
             outs = op.build([_In(v.func) for v in ins], n.params, dims)
         names = []
@@ -340,8 +339,7 @@ class Lowering:
             if src.kind == "pointwise":
                 self.materialize.add(src.name)
         self.anchors.append({"idx": idx, "node": n, "prefix": prefix, "outs": names,
-                             "inputs": {spec.name: v.name for spec, v in zip(op.inputs, ins)},
-                             "new": sorted(set(self.funcs) - before)})
+                             "inputs": {spec.name: v.name for spec, v in zip(op.inputs, ins)}})
 
     def _lift(self, idx: int, n: Node, prefix: str, dims) -> None:
         op = n.op
@@ -587,7 +585,7 @@ class GraphOp(Op):
 
 
 def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = False,
-                   unfused: bool = False) -> list:
+                   unfused: bool = False, bare: bool = False) -> list:
     """The fused default schedule of a graph op (see the module docstring).
 
     ``safe`` skips epilogues and the anchors' own schedules: every anchor output is computed at
@@ -595,7 +593,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     ``unfused`` is the program as op-by-op calls would run it: every op's result is computed at
     root (anchors with their own schedules, pointwise ops with the structural default), views
     stay free index remaps. The tuner measures it as a baseline, so a tuned program is never
-    slower than its ops run one by one.
+    slower than its ops run one by one. ``bare`` leaves out the outputs' ``bound`` directives.
     """
     from ..compiler import targets
     from ..schedule.defaults import output_directives
@@ -616,6 +614,9 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     if not safe and not unfused:
         for a in low.anchors:
             if len(a["outs"]) != 1:
+                continue
+            info = built.funcs.get(a["outs"][0])
+            if info is None or info.updates:    # a Func with updates cannot be inlined away
                 continue
             tgt = _epilogue(low, a["outs"][0])
             if tgt is not None:
@@ -639,11 +640,16 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
                 for u in range(len(info.updates)):
                     from ..schedule.defaults import _update_directives
                     out += _update_directives(info, u, extents, lanes)
-            for name in a["new"]:
-                info = built.funcs.get(name)
-                if info is None or info.is_output or name in a["outs"] or not info.updates:
+            for name, info in built.funcs.items():
+                # The anchor's own Funcs with update definitions are never inlined (Halide would
+                # compute them inside every use): each at root, its updates vectorized.
+                if (not name.startswith(a["prefix"]) or info.is_output or name in a["outs"]
+                        or not info.updates):
                     continue
                 out.append(D("compute_root", name))
+                for u in range(len(info.updates)):
+                    from ..schedule.defaults import _update_directives
+                    out += _update_directives(info, u, extents, lanes)
         else:
             out += [d for d in directives if d.func in built.funcs
                     and d.get("at", d.func) in built.funcs]
@@ -658,8 +664,12 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             out += output_directives(name, info.args, extents, lanes)
     for v in low.outputs:
         info = built.funcs[v.name]
-        for nm, n in zip(info.args, reversed(v.shape)):
-            out.append(D("bound", v.name, var=nm, min=0, extent=int(n)))
+        if low.reshapes and not bare:
+            # Known extents let Halide simplify the index arithmetic of reshapes away; without
+            # reshapes they add nothing (and a bound can keep an anchor's schedule from
+            # compiling: sort's network did).
+            for nm, n in zip(info.args, reversed(v.shape)):
+                out.append(D("bound", v.name, var=nm, min=0, extent=int(n)))
         if v.name not in handled:
             ext_of(v, info.args)
             out += output_directives(v.name, info.args, extents, lanes)

@@ -158,3 +158,10 @@ def test_the_data_pointer_shortcut_agrees_with_numpy():
     a = np.arange(10.0)[3:]
     got = diskcache._pointer_at(id(a) + diskcache._DATA_AT).value
     assert got == a.ctypes.data
+
+
+def test_the_same_array_twice_does_not_fix_where_later_arguments_come_from():
+    a = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(pypto.ops.add(a, a), a + a)
+    np.testing.assert_array_equal(pypto.ops.add(a, -a), np.zeros(4, np.float32))
+    np.testing.assert_array_equal(pypto.ops.add(a, a[::-1]), a + a[::-1])
