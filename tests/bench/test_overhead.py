@@ -19,9 +19,10 @@ def test_the_kernel_alone_writes_the_result_of_the_public_call():
     run()
     np.testing.assert_array_equal(run.outputs[0], x + y)
     a = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
-    run, _ = overhead.kernel_only(P.matmul, (a, a))
+    b = a[::-1].copy()
+    run, _ = overhead.kernel_only(P.matmul, (a, b))
     run()
-    np.testing.assert_allclose(run.outputs[0], a @ a, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(run.outputs[0], a @ b, rtol=1e-5, atol=1e-5)
 
 
 def test_the_cli_reports_every_case_with_the_target():
