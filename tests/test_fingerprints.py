@@ -12,7 +12,7 @@ CODE = """
 import json, inspect, pypto
 from pypto.compiler.lower import build, fingerprint
 out = {}
-for op in pypto.list_ops():
+for op in pypto.ops.builtin_ops():
     if any(p.default is inspect.Parameter.empty for p in op.params):
         continue
     out[op.name] = fingerprint(build(op, op.dtypes[0], op.resolve_params({})))
@@ -22,7 +22,7 @@ print(json.dumps(out))
 
 def _all():
     out = {}
-    for op in pypto.list_ops():
+    for op in pypto.ops.builtin_ops():
         if op.category == "test" or any(p.default is inspect.Parameter.empty for p in op.params):
             continue
         params = op.resolve_params({})

@@ -664,10 +664,9 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             out += output_directives(name, info.args, extents, lanes)
     for v in low.outputs:
         info = built.funcs[v.name]
-        if low.reshapes and not bare:
-            # Known extents let Halide simplify the index arithmetic of reshapes away; without
-            # reshapes they add nothing (and a bound can keep an anchor's schedule from
-            # compiling: sort's network did).
+        if not bare:
+            # Known extents let Halide simplify the index arithmetic of reshapes away (``bare``
+            # leaves them out: a bound can keep an anchor's own schedule from compiling).
             for nm, n in zip(info.args, reversed(v.shape)):
                 out.append(D("bound", v.name, var=nm, min=0, extent=int(n)))
         if v.name not in handled:

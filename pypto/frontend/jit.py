@@ -177,9 +177,8 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
         if not safe_only:
             attempts.append((Schedule(op=op.name, directives=tuple(
                 fused_schedule(built, dims, lanes))), "default (fused)"))
-            if op.plan is not None and op.plan.reshapes:
-                attempts.append((Schedule(op=op.name, directives=tuple(
-                    fused_schedule(built, dims, lanes, bare=True))), "default (fused)"))
+            attempts.append((Schedule(op=op.name, directives=tuple(
+                fused_schedule(built, dims, lanes, bare=True))), "default (fused)"))
         attempts.append((Schedule(op=op.name, directives=tuple(
             fused_schedule(built, dims, lanes, safe=True))), "default (fused, safe)"))
     from ..schedule.defaults import default_schedule

@@ -17,6 +17,13 @@ FAMILIES = ("elementwise", "binary", "compare", "reduce", "norm", "linalg", "att
 _loaded = False
 
 
+def builtin_ops() -> list:
+    """The ops PyPTO ships (defined in its family modules), without ops a user, a test or a
+    composite registered."""
+    return [o for o in list_ops() if isinstance(o, Op)
+            and getattr(o.algorithm, "__module__", "").startswith(__name__ + ".")]
+
+
 def _load_builtin() -> None:
     global _loaded
     if _loaded:

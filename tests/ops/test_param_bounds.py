@@ -7,7 +7,8 @@ import pytest
 import pypto
 from pypto.errors import ParamError
 
-INT_PARAMS = [(op.name, p) for op in pypto.list_ops() for p in op.params if p.kind is int]
+INT_PARAMS = [(op.name, p) for op in pypto.ops.builtin_ops() for p in op.params
+              if p.kind is int]
 
 
 @pytest.mark.parametrize("name, param", INT_PARAMS, ids=[f"{n}.{p.name}" for n, p in INT_PARAMS])
