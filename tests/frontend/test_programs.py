@@ -493,8 +493,8 @@ def test_a_fused_schedule_failing_at_run_time_falls_back_to_the_safe_default(mon
     graph_mod = sys.modules["pypto.frontend.graph"]
     real = graph_mod.fused_schedule
 
-    def too_big_tiles(built, dims, lanes, *, safe=False):
-        out = real(built, dims, lanes, safe=safe)
+    def too_big_tiles(built, dims, lanes, *, safe=False, **kw):
+        out = real(built, dims, lanes, safe=safe, **kw)
         if safe:
             return out
         # a tile larger than the output with shift_inwards: compiles, then fails when run
