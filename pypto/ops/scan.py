@@ -18,6 +18,8 @@ element and a NaN wins from where it appears. ``logcumsumexp`` is torch's, compu
 
 from __future__ import annotations
 
+import warnings
+
 import halide as hl
 import numpy as np
 
@@ -188,8 +190,8 @@ def vector_norm(x, *, ord, p, dims):  # noqa: A002
 
 def _quiet_ref(fn):
     def ref(x, axis=None, keepdims=False):
-        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
-            __import__("warnings").simplefilter("ignore")
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             return np.asarray(fn(x, axis=axis, keepdims=keepdims))[()]
     return ref
 
