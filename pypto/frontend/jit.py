@@ -447,10 +447,8 @@ class JitFunction:
             fast = (tuple((a.shape, a.dtype.str) for a in args), tname)
             root = self._fast.get(fast)
             if root is not None:
-                out = self._replay(root, args)
+                out = self._counted_replay(root, args)
                 if out is not _MISS:
-                    self.stats.replays += 1
-                    GLOBAL.replays += 1
                     return out
         leaves: list[np.ndarray] = []
         struct = _flatten((args, kwargs), leaves)
@@ -460,15 +458,20 @@ class JitFunction:
             if root is not None and fast is not None:
                 self._fast[fast] = root
         if root is not None:
-            out = self._replay(root, leaves)
+            out = self._counted_replay(root, leaves)
             if out is not _MISS:
-                self.stats.replays += 1
-                GLOBAL.replays += 1
                 return out
             reason = "a break value not seen before"
         else:
             reason = _explain_miss(list(self._cache), key)
         return self._trace(key, struct, leaves, reason)
+
+    def _counted_replay(self, root: _Step, leaves):
+        out = self._replay(root, leaves)
+        if out is not _MISS:
+            self.stats.replays += 1
+            GLOBAL.replays += 1
+        return out
 
     # -- tracing ------------------------------------------------------------------------------
     def _trace(self, key, struct, leaves, reason: str):
