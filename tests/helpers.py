@@ -51,3 +51,17 @@ def opencl_device() -> bool:
         return bool(hl.host_supports_target_device(targets.parse("opencl")))
     except Exception:
         return False
+
+
+#: A child process's script: one softmax call, checked, printing whether the kernel came from the
+#: on-disk compile cache ("disk") or the JIT ("jit"). The compile-cache tests run it.
+CACHE_PROBE = """
+import numpy as np, pypto
+from pypto.runtime import observe
+x = np.arange(60, dtype=np.float32).reshape(6, 10) / 7
+with observe() as calls:
+    y = pypto.ops.softmax(x)
+e = np.exp(x - x.max(1, keepdims=True))
+assert np.allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5), "wrong"
+print("disk" if calls[-1][-1].disk else "jit")
+"""

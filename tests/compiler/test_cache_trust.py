@@ -13,21 +13,13 @@ import subprocess
 import sys
 
 import pytest
+from helpers import CACHE_PROBE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.skipif(not (shutil.which("c++") and shutil.which("cc")),
                                 reason="needs a C and a C++ compiler")
 
-CODE = """
-import numpy as np, pypto
-from pypto.runtime import observe
-x = np.arange(60, dtype=np.float32).reshape(6, 10) / 7
-with observe() as calls:
-    y = pypto.ops.softmax(x)
-e = np.exp(x - x.max(1, keepdims=True))
-assert np.allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5), "wrong"
-print("disk" if calls[-1][-1].disk else "jit")
-"""
+CODE = CACHE_PROBE
 
 PLANTED = r"""
 #include <stdio.h>

@@ -6,21 +6,13 @@ import subprocess
 import sys
 
 import pytest
+from helpers import CACHE_PROBE
 from click.testing import CliRunner
 
 from pypto.cli.main import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CODE = """
-import time, numpy as np, pypto
-from pypto.runtime import observe
-x = np.arange(60, dtype=np.float32).reshape(6, 10) / 7
-with observe() as calls:
-    y = pypto.ops.softmax(x)
-e = np.exp(x - x.max(1, keepdims=True))
-assert np.allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5), "wrong"
-print("disk" if calls[-1][-1].disk else "jit")
-"""
+CODE = CACHE_PROBE
 
 
 def _run(cache):
