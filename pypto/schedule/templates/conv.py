@@ -1,0 +1,201 @@
+"""Default schedules for conv1d, conv3d and the transposed convolutions (pypto/ops/conv.py).
+
+The direct convolutions follow conv2d's template (templates/nn.py): a register tile of output
+channels x output rows x vectors of output columns, the reduction over input channels and kernel
+taps inside it, the zero-padded input made once per image with the channels of a row side by
+side. The transposed convolutions are computed per output phase (``acc[q, p, ...]`` holds output
+``q * stride + p``): a tile of vectors along ``q`` times a few output channels accumulates over
+input channels and taps in registers, per task of (channel block, image); the output then
+interleaves the phases.
+"""
+
+from __future__ import annotations
+
+from ..defaults import D, template
+from .nn import _conv_tile, _parallel_blocks, _vec
+
+
+def _pad(built, dims_w: int, lanes: int, at: str | None, storage: list | None) -> list:
+    """The zero-padded input computed at ``out``'s ``at`` loop (root when None), vectorized
+    along columns and parallel over channels."""
+    if "x_pad" not in built.funcs:
+        return []
+    d = [D("compute_at", "x_pad", at="out", var=at) if at else D("compute_root", "x_pad")]
+    vec = _vec(dims_w, lanes)
+    if vec > 1:
+        d.append(D("vectorize", "x_pad", var="i0", factor=vec))
+    d.append(D("parallel", "x_pad", var="ic"))
+    if storage:
+        d.append(D("reorder_storage", "x_pad", vars=storage))
+    return d
+
+
+@template("conv1d")
+def _conv1d(built, dims, lanes):
+    OL, O = dims["OL"], dims["O"]
+    vec = _vec(OL, lanes)
+    nv, _, ob = _conv_tile(OL, 1, O, vec)
+    d, tile, l_outer, o_outer = [], [], "ol", "o"
+    if vec * nv > 1:
+        d.append(D("split", "out", var="ol", outer="olo", inner="oli", factor=vec * nv))
+        tile.append("oli")
+        l_outer = "olo"
+    if ob > 1:
+        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
+        tile.append("oi")
+        o_outer = "oo"
+    blocks, tasks = -(-OL // (vec * nv)), -(-O // ob) * dims["N"]
+    per_task = max(1, min(blocks, blocks * tasks // 16))
+    if per_task < blocks:
+        # Too few (channel block, sample) pairs to share out: length blocks split them further.
+        d += [D("split", "out", var=l_outer, outer="olp", inner="olq", factor=per_task),
+              D("reorder", "out", vars=[*tile, "olq", "olp", o_outer, "n"]),
+              D("fuse", "out", inner="olp", outer=o_outer, fused="lo"),
+              D("fuse", "out", inner="lo", outer="n", fused="task")]
+        l_outer = "olq"
+    else:
+        d += [D("reorder", "out", vars=[*tile, l_outer, o_outer, "n"]),
+              D("fuse", "out", inner=o_outer, outer="n", fused="task")]
+    d.append(D("parallel", "out", var="task"))
+    if vec > 1:
+        d.append(D("vectorize", "out", var="oli", factor=vec))
+    d.append(D("compute_at", "acc", at="out", var=l_outer))
+    if vec > 1:
+        d += [D("vectorize", "acc", var="ol", factor=vec),
+              D("split", "acc", 1, var="ol", outer="olv_o", inner="olv", factor=vec)]
+        inner = ["olv", "olv_o"]
+    else:
+        inner = ["ol"]
+    if ob > 1:
+        d.append(D("unroll", "acc", var="o", factor=ob))
+    # Input channel innermost: with the taps outside it, every loaded input vector is reused by
+    # the tile's channels and the loads walk the padded rows in order.
+    d.append(D("reorder", "acc", 1, vars=[*inner, "o", "r$y", "r$x"]))
+    if vec > 1:
+        d.append(D("vectorize", "acc", 1, var="olv"))
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="olv_o", factor=nv))
+    elif nv > 1:
+        d.append(D("unroll", "acc", 1, var="ol", factor=nv))
+    if ob > 1:
+        d.append(D("unroll", "acc", 1, var="o", factor=ob))
+    return d + _pad(built, dims["L"] + 2 * built.params["pad"], lanes, None, None)
+
+
+@template("conv3d")
+def _conv3d(built, dims, lanes):
+    OW, OH, OD, O = dims["OW"], dims["OH"], dims["OD"], dims["O"]
+    vec = _vec(OW, lanes)
+    nv, rb, ob = _conv_tile(OW, OH, O, vec)
+    d, tile = [], []
+    w_outer, h_outer, o_outer = "ow", "oh", "o"
+    if vec * nv > 1:
+        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
+        tile.append("owi")
+        w_outer = "owo"
+    if ob > 1:
+        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
+        tile.append("oi")
+        o_outer = "oo"
+    if rb > 1:
+        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=rb))
+        tile.append("ohi")
+        h_outer = "oho"
+    d.append(D("reorder", "out", vars=[*tile, w_outer, h_outer, "od", o_outer, "n"]))
+    # Rows of every depth plane form one loop, so tasks split depth and rows alike.
+    d.append(D("fuse", "out", inner=h_outer, outer="od", fused="dh"))
+    if vec > 1:
+        d.append(D("vectorize", "out", var="owi", factor=vec))
+    d += _parallel_blocks("out", "dh", o_outer, OD * -(-OH // rb), -(-O // ob))
+    d.append(D("compute_at", "acc", at="out", var=w_outer))
+    if vec > 1:
+        d.append(D("vectorize", "acc", var="ow", factor=vec))
+    if ob > 1:
+        d.append(D("unroll", "acc", var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", var="oh", factor=rb))
+    inner = ["owv", "owv_o"] if vec > 1 else ["ow"]
+    if vec > 1:
+        d.append(D("split", "acc", 1, var="ow", outer="owv_o", inner="owv", factor=vec))
+    # Taps: r$x, r$y, r$z are the kernel columns, rows and depth; r$w the input channel.
+    d.append(D("reorder", "acc", 1, vars=[*inner, "oh", "o", "r$w", "r$x", "r$y", "r$z"]))
+    if vec > 1:
+        d.append(D("vectorize", "acc", 1, var="owv"))
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="owv_o", factor=nv))
+    elif nv > 1:
+        d.append(D("unroll", "acc", 1, var="ow", factor=nv))
+    if ob > 1:
+        d.append(D("unroll", "acc", 1, var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", 1, var="oh", factor=rb))
+    return d + _pad(built, dims["W"] + 2 * built.params["pad_w"], lanes, "n",
+                    ["i0", "ic", "i1", "i2", "inb"])
+
+
+def _transposed(built, dims, lanes, spatial: list[tuple[str, str]]):
+    """``spatial``: (output dim, stride parameter) per spatial axis, innermost first."""
+    acc = built.funcs["acc"]
+    a0 = acc.args[0]
+    (out0, s0), others = spatial[0], [o.lower() for o, _ in spatial[1:]]
+    stride = built.params[s0]
+    n0 = -(-dims[out0] // stride) if a0.startswith("q") else dims[out0]
+    vec = _vec(n0, lanes)
+    nv, _, ob = _conv_tile(n0, 1, dims["O"], vec)
+    x = out0.lower()
+    ovec = _vec(dims[out0], lanes)
+    d = []
+    if ob > 1:
+        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
+    if ovec > 1:
+        d.append(D("split", "out", var=x, outer=f"{x}o", inner=f"{x}i", factor=ovec))
+    d.append(D("reorder", "out", vars=[*([f"{x}i"] if ovec > 1 else []),
+                                       *(["oi"] if ob > 1 else []),
+                                       f"{x}o" if ovec > 1 else x, *others,
+                                       "oo" if ob > 1 else "o", "n"]))
+    if ovec > 1:
+        d.append(D("vectorize", "out", var=f"{x}i"))
+    d += [D("fuse", "out", inner="oo" if ob > 1 else "o", outer="n", fused="task"),
+          D("parallel", "out", var="task"),
+          D("compute_at", "acc", at="out", var="task")]
+    if vec > 1:
+        d.append(D("vectorize", "acc", var=a0, factor=vec))
+    rest = [a for a in acc.args[1:] if a not in ("o", "n")]
+    taps = list(acc.updates[0][:-1])
+    chan = acc.updates[0][-1]
+    inner = []
+    if vec > 1:
+        d += [D("split", "acc", 1, var=a0, outer="ao", inner="ai", factor=vec * nv),
+              D("split", "acc", 1, var="ai", outer="aio", inner="av", factor=vec)]
+        inner = ["av", "aio"]
+        outer = ["ao"]
+    else:
+        outer = [a0]
+    if ob > 1:
+        d.append(D("split", "acc", 1, var="o", outer="oo2", inner="ou", factor=ob))
+        inner.append("ou")
+        outer_o = "oo2"
+    else:
+        outer_o = "o"
+    # The input channel innermost of the reduction; the taps a phase skips (the predicate)
+    # are decided outside it.
+    d.append(D("reorder", "acc", 1, vars=[*inner, chan, *taps, *outer, *rest, outer_o, "n"]))
+    if vec > 1:
+        d.append(D("vectorize", "acc", 1, var="av"))
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="aio"))
+    if ob > 1:
+        d.append(D("unroll", "acc", 1, var="ou"))
+    storage = ["i0", "ic", *[f"i{j}" for j in range(1, len(spatial))], "inb"]
+    w_in = dims["L"] if "L" in dims else dims["W"]
+    return d + _pad(built, w_in, lanes, None, storage if len(spatial) > 1 else None)
+
+
+@template("conv_transpose1d")
+def _conv_transpose1d(built, dims, lanes):
+    return _transposed(built, dims, lanes, [("OL", "stride")])
+
+
+@template("conv_transpose2d")
+def _conv_transpose2d(built, dims, lanes):
+    return _transposed(built, dims, lanes, [("OW", "stride_w"), ("OH", "stride_h")])
