@@ -18,6 +18,8 @@ from ..infra.version import __version__, cpu_model, halide_version
 from ..schedule.schedule import Schedule
 
 FORMAT = 1
+#: Records of "measured slower than the default at this shape" kept on one entry; the oldest go.
+MAX_SLOWER = 32
 OP_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")
@@ -59,18 +61,48 @@ class Key:
 
 @dataclasses.dataclass
 class Entry:
-    """One stored schedule with its measurement and provenance."""
+    """One stored schedule with its measurement and provenance.
+
+    ``slower_at`` lists the shapes where this schedule was measured slower than the default
+    schedule (by ``pypto db revalidate`` or a tuning run), each as ``{"shape": {DIM: n},
+    "time_ms", "default_ms", "date", "method"}``: lookup never picks the entry for those shapes.
+    The field is optional in files (absent means none), so files written before it load as before.
+    """
 
     key: Key
     schedule: Schedule
     time_ms: float | None = None
     baselines: dict[str, float] = dataclasses.field(default_factory=dict)
     provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    slower_at: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict:
-        return {"key": self.key.to_json(), "schedule": self.schedule.to_json(),
-                "time_ms": self.time_ms, "baselines": dict(sorted(self.baselines.items())),
-                "provenance": dict(self.provenance)}  # a copy: the store keeps what it wrote
+        out = {"key": self.key.to_json(), "schedule": self.schedule.to_json(),
+               "time_ms": self.time_ms, "baselines": dict(sorted(self.baselines.items())),
+               "provenance": dict(self.provenance)}  # a copy: the store keeps what it wrote
+        if self.slower_at:  # written only when there is one, so older files stay byte-identical
+            out["slower_at"] = [dict(r, shape=dict(r["shape"])) for r in self.slower_at]
+        return out
+
+    def slower_record(self, shape: Mapping[str, int]) -> dict[str, Any] | None:
+        """The record saying this entry lost to the default at ``shape`` (input dims), if any."""
+        want = {k: int(v) for k, v in shape.items()}
+        for r in reversed(self.slower_at):
+            if r["shape"] == want:
+                return r
+        return None
+
+    def with_slower(self, shape: Mapping[str, int], *, time_ms: float, default_ms: float,
+                    method: str) -> "Entry":
+        """A copy that also records a loss to the default at ``shape`` (replacing an older record
+        for the same shape; at most :data:`MAX_SLOWER` records, the oldest dropped)."""
+        want = {k: int(v) for k, v in sorted(shape.items())}
+        rec = {"shape": want, "time_ms": float(time_ms), "default_ms": float(default_ms),
+               "date": _now(), "method": method}
+        kept = [r for r in self.slower_at if r["shape"] != want]
+        return dataclasses.replace(self, slower_at=tuple([*kept, rec][-MAX_SLOWER:]),
+                                   baselines=dict(self.baselines),
+                                   provenance=dict(self.provenance))
 
     @staticmethod
     def from_json(obj: Any, where: str) -> "Entry":
@@ -83,9 +115,15 @@ class Entry:
         key = Key.make(k["op"], k["dtypes"], k["shape"], k["params"], k["family"], k["fingerprint"])
         if schedule.op != key.op:
             raise DatabaseError(f"{where}: schedule is for op {schedule.op!r} but the key says {key.op!r}")
+        slower = tuple(dict(r, shape={d: int(n) for d, n in r["shape"].items()})
+                       for r in obj.get("slower_at") or ())
         return Entry(key=key, schedule=schedule, time_ms=obj.get("time_ms"),
                      baselines=dict(obj.get("baselines") or {}),
-                     provenance=dict(obj.get("provenance") or {}))
+                     provenance=dict(obj.get("provenance") or {}), slower_at=slower)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def provenance(*, method: str, target: str, **extra) -> dict[str, Any]:
@@ -93,6 +131,5 @@ def provenance(*, method: str, target: str, **extra) -> dict[str, Any]:
     import halide
 
     return {"pypto": __version__, "halide": getattr(halide, "__version__", None) or halide_version(),
-            "target": target, "cpu": cpu_model(), "date": datetime.datetime.now(
-                datetime.timezone.utc).isoformat(timespec="seconds"),
+            "target": target, "cpu": cpu_model(), "date": _now(),
             "method": method, **extra}

@@ -9,8 +9,12 @@ smallest distance wins, and on a tie the earlier database.
 Distance between two shapes of the same op is the sum over named dims of ``|log2(a / b)|``: doubling
 one dim costs 1; entries further than ``MAX_DISTANCE`` (4) are not used. Only entries with the same dtypes, parameters and target family are considered;
 entries whose algorithm fingerprint differs from the op's are *stale*: reported, never applied.
-A near entry is used only if it applies to the new shape (no ``bound`` directives, which pin a shape);
-if it fails to compile or run there, the call falls back to the default schedule.
+A near entry is used only if it applies to the new shape: no ``bound`` directives (which pin a
+shape), and no factor the new extents cannot take (a ``shift_inwards`` split longer than its loop,
+a ``round_up`` split that no longer divides it: :mod:`pypto.database.fit`). An entry, exact or
+near, is never used at a shape where it was measured slower than the default schedule (its
+``slower_at`` records, written by ``pypto db revalidate`` and :func:`record_slower`). Each skip is
+explained. If a chosen entry still fails to compile or run, the call falls back to the default.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..compiler import targets
+from ..errors import PyptoError
 from ..schedule.schedule import Schedule
-from .entry import Entry
+from .entry import Entry, Key
+from .fit import unfit
 from .store import Database, DirectoryDatabase
 
 
@@ -171,25 +177,40 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
     pkey = tuple(sorted(params.items()))
     want = {d: int(dims[d]) for d in op.input_dims}
     exact, near = None, []
+
+    def skip(why: str) -> None:
+        if notes is not None:
+            notes.append(why)
+
     for rank, db in enumerate(search_path()):
         for e in db.entries(op.name, family):
             k = e.key
             if k.dtypes != tuple(dtypes) or k.params != pkey:
                 continue
             if k.fingerprint != fp:
-                if notes is not None:
-                    notes.append(f"stale entry skipped in {db.name}: {k} (op fingerprint is now {fp})")
+                skip(f"stale entry skipped in {db.name}: {k} (op fingerprint is now {fp})")
                 continue
             dist = distance(want, k.shape_dict)
+            if math.isinf(dist) or dist > MAX_DISTANCE:
+                continue
+            lost = e.slower_record(want)
+            if lost is not None:
+                skip(f"{k} skipped in {db.name}: measured slower than the default at this shape "
+                     f"({_ms(lost.get('time_ms'))} against {_ms(lost.get('default_ms'))}"
+                     f"{', ' + lost['method'] if lost.get('method') else ''}"
+                     f"{', ' + lost['date'] if lost.get('date') else ''})")
+                continue
             if dist == 0:
                 if exact is None:
                     exact = Found(e.schedule, f"database {db.name} (exact)", e, db.name, 0.0)
                 continue
-            if math.isinf(dist) or dist > MAX_DISTANCE:
-                continue
             if any(d.op in SHAPE_PINNING for d in e.schedule.directives):
-                if notes is not None:
-                    notes.append(f"{k} pins its shape (bound); usable only for that shape")
+                skip(f"{k} pins its shape (bound); usable only for that shape")
+                continue
+            why = unfit(e.schedule, _full_dims(op, k, params), dims,
+                        {spec.name: tuple(spec.dims) for spec in op.inputs})
+            if why is not None:
+                skip(f"{k} skipped in {db.name}: its factors do not fit this shape ({why})")
                 continue
             near.append((dist, rank, e, db.name))
     if exact is not None:
@@ -199,6 +220,46 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
         return Found(e.schedule, f"database {name} (nearest, distance {dist:.2f})", e, name,
                      dist), family
     return None, family
+
+
+def _ms(t) -> str:
+    return "?" if t is None else f"{t:.3f} ms"
+
+
+def _full_dims(op, key: Key, params: Mapping[str, Any]) -> dict[str, int]:
+    """The entry's shape with the dims derived from it (an output's extents), as a call has them."""
+    from ..infra.inputs import complete_dims
+
+    try:
+        return complete_dims(op, key.shape_dict, params)
+    except PyptoError:
+        return key.shape_dict
+
+
+def record_slower(db: Database, key: Key, schedule_hash: str, shape: Mapping[str, int], *,
+                  time_ms: float, default_ms: float, method: str) -> bool:
+    """Records in ``db`` that the entry ``key`` (with the schedule of ``schedule_hash``) measured
+    ``time_ms`` against the default's ``default_ms`` at ``shape`` (input dims), so that lookup
+    skips it there. Goes through the locked read-modify-write; returns False (and writes nothing)
+    when the entry is gone or now holds another schedule, whose speed this measurement says
+    nothing about.
+
+    This is the hook for whoever measures a stored entry beside the default at a shape: ``pypto db
+    revalidate``, and a tuning run whose nearest-shape pick lost to the default.
+    """
+    done = [False]
+
+    def mark(current):
+        out = []
+        for e in current.entries:
+            if e.key == key and e.schedule.hash == schedule_hash:
+                e = e.with_slower(shape, time_ms=time_ms, default_ms=default_ms, method=method)
+                done[0] = True
+            out.append(e)
+        return out if done[0] else None
+
+    db.update(key.op, key.family, mark)
+    return done[0]
 
 
 def lookup(op, fp: str, dtypes, params, dims, target) -> Found | None:

@@ -59,13 +59,125 @@ def test_shape_pinning_entries_serve_only_their_shape(userdb):
     assert e.chosen == "default" and any("pins its shape" in n for n in e.notes)
 
 
-def test_a_near_entry_that_fails_on_the_new_shape_falls_back(userdb):
-    # A 16-wide unguarded vector needs N >= 16; the call has N = 3.
+def test_a_near_entry_that_still_fails_on_the_new_shape_falls_back(userdb, monkeypatch):
+    # The factor check is necessary, not sufficient: a failure it cannot foresee (simulated by
+    # turning it off) must still end in the default schedule, not in an error.
+    import importlib
+
+    lookup_mod = importlib.import_module("pypto.database.lookup")  # the package re-exports lookup()
+    monkeypatch.setattr(lookup_mod, "unfit", lambda *a, **k: None)
     wide = (D("vectorize", "out", var="n", factor=16),)
     DirectoryDatabase(userdb).commit([matmul_entry(16, 16, 16, directives=wide)])
     clear_memory_cache()
     e = call(16, 16, 3)
     assert e.chosen.startswith("default (after database")
+
+
+def test_nearest_shape_refuses_an_entry_whose_factors_do_not_fit(userdb):
+    # A 16-wide vector with Halide's default tail (shift_inwards) needs N >= 16.
+    wide = (D("vectorize", "out", var="n", factor=16),)
+    DirectoryDatabase(userdb).commit([matmul_entry(16, 16, 16, directives=wide)])
+    clear_memory_cache()
+    assert "nearest" in call(16, 16, 32).chosen          # fits: used
+    e = call(16, 16, 3)
+    assert e.chosen == "default"                         # refused before compiling, no fallback
+    assert any("do not fit" in n and "at least 16 long; it is 3" in n for n in e.notes), e.notes
+
+
+@pytest.mark.parametrize("directives, bad_shape", [
+    # a tile factor larger than the new extent of M
+    ((D("tile", "out", x="n", y="m", xo="no", yo="mo", xi="ni", yi="mi", xfactor=4, yfactor=16),),
+     (8, 16, 16)),
+    # a split's inner loop, vectorized by more than it is long once the split shrinks it
+    ((D("split", "out", var="n", outer="no", inner="ni", factor=16, tail="guard_with_if"),
+      D("vectorize", "out", var="ni", factor=16)), None),
+    # the reduction's RVar k$x split shift_inwards by more than the new K
+    ((D("split", "acc", 1, var="k$x", outer="ko", inner="ki", factor=16, tail="shift_inwards"),),
+     (16, 8, 16)),
+    # a staging copy of input b: its loop _1 is b's dim K
+    ((D("wrap", "b", consumer="acc", **{"as": "bp"}), D("compute_root", "bp"),
+      D("vectorize", "bp", var="_1", factor=16)), (16, 8, 16)),
+])
+def test_factor_check_follows_the_directives(userdb, directives, bad_shape):
+    DirectoryDatabase(userdb).commit([matmul_entry(16, 16, 16, directives=directives)])
+    clear_memory_cache()
+    if bad_shape is None:   # the inner loop is 16 long at every N: it always fits
+        assert "nearest" in call(16, 16, 5).chosen
+        return
+    e = call(*bad_shape)
+    assert e.chosen == "default" and any("do not fit" in n for n in e.notes), e.notes
+
+
+def test_a_guarded_factor_larger_than_the_extent_still_serves(userdb):
+    # guard_with_if runs at any extent (the tail is masked), so it is no reason to refuse.
+    guarded = (D("vectorize", "out", var="n", factor=16, tail="guard_with_if"),)
+    DirectoryDatabase(userdb).commit([matmul_entry(16, 16, 16, directives=guarded)])
+    clear_memory_cache()
+    assert "nearest" in call(16, 16, 3).chosen
+
+
+def test_a_recorded_loss_makes_lookup_skip_the_entry_at_that_shape(userdb):
+    from pypto.database.lookup import record_slower
+
+    db = DirectoryDatabase(userdb)
+    e8 = matmul_entry(8, 8, 8)
+    db.commit([e8])
+    assert record_slower(db, e8.key, e8.schedule.hash, {"M": 8, "K": 8, "N": 16}, time_ms=2.0,
+                         default_ms=1.0, method="test")
+    clear_memory_cache()
+    e = call(8, 8, 16)
+    assert e.chosen == "default"
+    assert any("measured slower than the default at this shape (2.000 ms against 1.000 ms, test"
+               in n for n in e.notes), e.notes
+    assert "nearest" in call(8, 8, 12).chosen           # no loss recorded there: still used
+    assert call(8, 8, 8).chosen.endswith("(exact)")
+
+
+def test_a_loss_at_its_own_shape_lets_another_entry_serve(userdb):
+    from pypto.database.lookup import record_slower
+
+    db = DirectoryDatabase(userdb)
+    e8 = matmul_entry(8, 8, 8, tag="own")
+    db.commit([e8, matmul_entry(8, 8, 16, tag="neighbour")])
+    record_slower(db, e8.key, e8.schedule.hash, {"M": 8, "K": 8, "N": 8}, time_ms=3.0,
+                  default_ms=1.0, method="revalidate")
+    clear_memory_cache()
+    e = call(8, 8, 8)
+    assert "nearest" in e.chosen and "N=16" in e.entry_key
+
+
+def test_a_loss_is_recorded_only_for_the_schedule_that_was_measured(userdb):
+    from pypto.database.lookup import record_slower
+
+    db = DirectoryDatabase(userdb)
+    e8 = matmul_entry(8, 8, 8)
+    db.commit([e8])
+    assert not record_slower(db, e8.key, "0" * 16, {"M": 8, "K": 8, "N": 8}, time_ms=2.0,
+                             default_ms=1.0, method="test")
+    assert db.best(e8.key).slower_at == ()
+
+
+def test_loss_records_round_trip_and_are_checked_on_load(userdb):
+    import json
+
+    from pypto.database.lookup import record_slower
+
+    db = DirectoryDatabase(userdb)
+    e8 = matmul_entry(8, 8, 8)
+    db.commit([e8])
+    path = db.path("toy_matmul", e8.key.family)
+    before = path.read_text()
+    assert "slower_at" not in before                     # absent unless there is a record
+    record_slower(db, e8.key, e8.schedule.hash, {"M": 8, "K": 8, "N": 4}, time_ms=2.0,
+                  default_ms=1.0, method="test")
+    fresh = DirectoryDatabase(userdb)                    # read from disk, not from the cache
+    (got,) = fresh.entries("toy_matmul", e8.key.family)
+    assert got.slower_record({"M": 8, "K": 8, "N": 4})["default_ms"] == 1.0
+    assert got.slower_record({"M": 8, "K": 8, "N": 8}) is None
+    doc = json.loads(path.read_text())
+    doc["entries"][0]["slower_at"][0]["shape"] = {"n": 4}  # dims are upper case
+    path.write_text(json.dumps(doc))
+    assert DirectoryDatabase(userdb).problems()
 
 
 def test_user_databases_stack_before_others(userdb, tmp_path, monkeypatch):
