@@ -199,3 +199,53 @@ def _conv_transpose1d(built, dims, lanes):
 @template("conv_transpose2d")
 def _conv_transpose2d(built, dims, lanes):
     return _transposed(built, dims, lanes, [("OW", "stride_w"), ("OH", "stride_h")])
+
+
+def _pool(built, dims, lanes, spatial: list[str]):
+    """Pooling: tasks of (output rows..., channel, sample) planes, vectors of output columns with
+    the window reduced inside each vector tile (unrolled when small); the padded input, when
+    there is one, is made per task so its select is not evaluated once per tap."""
+    x = spatial[0].lower()
+    n0 = dims[spatial[0]]
+    vec = _vec(n0, lanes)
+    nv = max(1, min(4, n0 // max(vec, 1)))
+    d = []
+    outer = x
+    if vec * nv > 1:
+        d.append(D("split", "out", var=x, outer=f"{x}o", inner=f"{x}i", factor=vec * nv))
+        outer = f"{x}o"
+        if vec > 1:
+            d.append(D("vectorize", "out", var=f"{x}i", factor=vec))
+    # One task per output plane (the outermost spatial axis with the channels and samples).
+    rest = [s.lower() for s in spatial[1:]]
+    task = "c"
+    if rest:
+        d.append(D("fuse", "out", inner=rest[-1], outer="c", fused="sc"))
+        task = "sc"
+    d += [D("fuse", "out", inner=task, outer="n", fused="task"),
+          D("parallel", "out", var="task"),
+          D("compute_at", "acc", at="out", var=outer)]
+    if vec > 1:
+        d += [D("vectorize", "acc", var=x, factor=vec),
+              D("split", "acc", 1, var=x, outer="xv_o", inner="xv", factor=vec),
+              D("reorder", "acc", 1, vars=["xv", "xv_o", *built.funcs["acc"].updates[0]]),
+              D("vectorize", "acc", 1, var="xv")]
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="xv_o", factor=nv))
+    taps = 1
+    for k in [built.params[p] for p in built.params if p.startswith("kernel")]:
+        taps *= k
+    if taps * nv <= 32:
+        for j, rv in enumerate(built.funcs["acc"].updates[0]):
+            d.append(D("unroll", "acc", 1, var=rv))
+    if "x_pad" in built.funcs:
+        d.append(D("compute_at", "x_pad", at="out", var="task"))
+        w_in = dims.get("W", dims.get("L"))
+        if _vec(w_in, lanes) > 1:
+            d.append(D("vectorize", "x_pad", var="i0", factor=_vec(w_in, lanes)))
+    return d
+
+
+for _name, _spatial in (("max_pool1d", ["OL"]), ("avg_pool1d", ["OL"]),
+                        ("max_pool3d", ["OW", "OH", "OD"]), ("avg_pool3d", ["OW", "OH", "OD"])):
+    template(_name)(lambda built, dims, lanes, _s=_spatial: _pool(built, dims, lanes, _s))

@@ -1,0 +1,231 @@
+"""1-D and 3-D max and average pooling in ``torch.nn.functional``'s conventions (the 2-D ones
+live in ``nn``).
+
+``x`` is [N, C, L] (1-D) or [N, C, D, H, W] (3-D); without its batch axis it is one unbatched
+sample, as in torch. ``kernel_size``, ``stride`` (default: the kernel size) and ``padding`` are an
+int or one int per spatial axis; padding is at most half the kernel, as torch requires. Max pooling
+pads with -inf and a NaN in a window makes its result NaN; average pooling pads with zeros and
+divides by the whole window (``count_include_pad=True``, torch's default) or by the number of
+input elements in it. Output size per axis: ``(n + 2 pad - k) // stride + 1``. ``ceil_mode``,
+``dilation``, ``return_indices`` and ``divisor_override`` are not offered.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import halide as hl
+import numpy as np
+
+from ..errors import ParamError, ShapeError
+from ._op import Param, op
+from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, per_axis, \
+    zero_padded
+
+_FLOATS = ["float32", "float64"]
+_KERNEL = ("kernel", None, 1, "window size")
+_STRIDE = ("stride", 1, 1, "step between windows, in inputs")
+_PAD = ("pad", 0, 0, "padding on both sides (at most half the window)")
+_INCLUDE = Param("count_include_pad", bool, True, doc="divide by the whole window, padding included")
+
+
+def _required_kernel(nsp):
+    """axis_params with the window size required (no default)."""
+    ps = axis_params(nsp, ((_KERNEL[0], 1, 1, _KERNEL[3]),))
+    return [Param(p.name, int, low=p.low, high=p.high, doc=p.doc) for p in ps]
+
+
+def _windows(xp, ks, ss, outs):
+    """Yields the [N, C, *outs] view of padded ``xp`` that each window offset meets."""
+    for tap in itertools.product(*(range(k) for k in ks)):
+        sl = tuple(slice(t, t + s * (m - 1) + 1, s) for t, s, m in zip(tap, ss, outs))
+        yield xp[(slice(None), slice(None)) + sl]
+
+
+def _pool_reference(kind, nsp):
+    def ref(x, kernel_size, stride=None, padding=0, count_include_pad=True):
+        x = np.asarray(x)
+        unbatched = x.ndim == nsp + 1
+        if unbatched:
+            x = x[np.newaxis]
+        ks = ntuple(kernel_size, nsp, "ref", "kernel_size", 1)
+        ss = ks if stride is None else ntuple(stride, nsp, "ref", "stride", 1)
+        ps = ntuple(padding, nsp, "ref", "padding", 0)
+        sizes = x.shape[2:]
+        outs = [conv_out(m, k, s, p) for m, k, s, p in zip(sizes, ks, ss, ps)]
+        pads = [(0, 0), (0, 0)] + [(p, p) for p in ps]
+        fill = -np.inf if kind == "max" else 0.0
+        xp = np.pad(x.astype(np.float64), pads, constant_values=fill)
+        views = np.stack(list(_windows(xp, ks, ss, outs)))
+        if kind == "max":
+            out = views.max(axis=0)
+        else:
+            total = views.sum(axis=0)
+            if count_include_pad:
+                out = total / np.prod(ks)
+            else:
+                ones = np.pad(np.ones((1, 1) + tuple(sizes)), pads)
+                out = total / sum(_windows(ones, ks, ss, outs))
+        out = out.astype(x.dtype)
+        return out[0] if unbatched else out
+    return ref
+
+
+def _pool_kernel_reference(kind, nsp):
+    ref = _pool_reference(kind, nsp)
+
+    def kref(x, count_include_pad=True, **p):
+        p = {**{f"{a}{sfx}": 1 if a == "stride" else 0 for a in ("stride", "pad")
+                for *_, sfx in _AXES[nsp]}, **p}
+        return ref(x, per_axis(p, "kernel", nsp), per_axis(p, "stride", nsp),
+                   per_axis(p, "pad", nsp), count_include_pad)
+    return kref
+
+
+def _pool_validate(name, nsp):
+    def validate(dims, p):
+        ks, ps = per_axis(p, "kernel", nsp), per_axis(p, "pad", nsp)
+        if any(2 * q > k for q, k in zip(ps, ks)):
+            raise ParamError(f"{name}: padding {ps} must be at most half of the kernel {ks}")
+        sizes = [conv_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
+                 for i, _, _, sfx in _AXES[nsp]]
+        if min(sizes) < 1:
+            padded = [dims[i] + 2 * p[f"pad{sfx}"] for i, _, _, sfx in _AXES[nsp]]
+            raise ShapeError(f"{name}: the output would be {' x '.join(map(str, sizes))}; the "
+                             f"padded input {' x '.join(map(str, padded))} is smaller than the "
+                             f"kernel {' x '.join(map(str, ks))}")
+    return validate
+
+
+def _pool_derive(nsp):
+    def derive(dims, p):
+        return {o: conv_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
+                for i, _, o, sfx in _AXES[nsp]}
+    return derive
+
+
+def _pool_frontend(kind, nsp):
+    name = f"{kind}_pool{nsp}d"
+    names = ", ".join(i for i, _, _, _ in _AXES[nsp])
+
+    def call(x, kernel_size, stride, padding, ceil_mode, **extra):
+        if ceil_mode:
+            raise ParamError(f"{name}: ceil_mode=True is not supported; pad x on the far side "
+                             f"(pypto.ops.pad) to cover the last partial window instead")
+        x, unbatched = batched(x, nsp, name, names)
+        check_float(name, x=x)
+        ks = ntuple(kernel_size, nsp, name, "kernel_size", 1)
+        ss = ks if stride is None else ntuple(stride, nsp, name, "stride", 1)
+        ps = ntuple(padding, nsp, name, "padding", 0)
+        if any(2 * p > k for p, k in zip(ps, ks)):
+            raise ParamError(f"{name}: 'padding' must be at most half of kernel_size {ks}, "
+                             f"got {padding!r}")
+        kw = {}
+        for prefix, vals in (("kernel", ks), ("stride", ss), ("pad", ps)):
+            kw.update({f"{prefix}{sfx}": v for (*_, sfx), v in zip(_AXES[nsp], vals)})
+        the_op = _OPS[name]
+        out = the_op.kernel(x, **kw, **extra)
+        return out[0] if unbatched else out
+
+    if kind == "max":
+        def frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False):
+            return call(x, kernel_size, stride, padding, ceil_mode)
+    else:
+        def frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                     count_include_pad=True):
+            if not isinstance(count_include_pad, (bool, np.bool_)):
+                raise ParamError(f"{name}: 'count_include_pad' must be a bool, got "
+                                 f"{count_include_pad!r}")
+            return call(x, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad=bool(count_include_pad))
+    what = "max (padding counts as -inf)" if kind == "max" else "average (zero padding)"
+    frontend.__doc__ = f"{nsp}-D {what} pooling of [N, C, {names}] x, like F.{name}."
+    frontend.shape_only = True
+    return frontend
+
+
+def _pool_algorithm(kind, x, p, nsp, dims, count_include_pad=True):
+    axes = _AXES[nsp][::-1]                                   # innermost first
+    ov = [hl.Var(o.lower()) for _, _, o, _ in axes]
+    c, n = hl.Var("c"), hl.Var("n")
+    ks = [p[f"kernel{sfx}"] for *_, sfx in axes]
+    ss = [p[f"stride{sfx}"] for *_, sfx in axes]
+    ps = [p[f"pad{sfx}"] for *_, sfx in axes]
+    extents = [getattr(dims, i) for i, _, _, _ in axes]
+    t = x.type()
+    xp = zero_padded(x, "x_pad", extents, ps, float("-inf") if kind == "max" else 0.0)
+    r = hl.RDom([hl.Range(0, k) for k in ks], "r")
+    tap = xp[(*[v * s + r[j] - q for j, (v, s, q) in enumerate(zip(ov, ss, ps))], c, n)]
+    acc = hl.Func("acc")
+    out = hl.Func("out")
+    if kind == "max":
+        acc[(*ov, c, n)] = hl.cast(t, float("-inf"))
+        cur = acc[(*ov, c, n)]
+        acc[(*ov, c, n)] = hl.select((tap > cur) | hl.is_nan(tap), tap, cur)
+        out[(*ov, c, n)] = acc[(*ov, c, n)]
+        return out
+    acc[(*ov, c, n)] = hl.cast(t, 0)
+    acc[(*ov, c, n)] += tap
+    if count_include_pad or not any(ps):
+        size = 1
+        for k in ks:
+            size *= k
+        out[(*ov, c, n)] = acc[(*ov, c, n)] * hl.cast(t, hl.f64(1.0 / size))
+    else:
+        count = None
+        for v, s, q, k, e in zip(ov, ss, ps, ks, extents):
+            start = v * s - q
+            inside = hl.min(start + k, e) - hl.max(start, 0)
+            count = inside if count is None else count * inside
+        out[(*ov, c, n)] = acc[(*ov, c, n)] / hl.cast(t, count)
+    return out
+
+
+def _declare(kind, nsp, example):
+    name = f"{kind}_pool{nsp}d"
+    inputs = "N C " + " ".join(i for i, _, _, _ in _AXES[nsp])
+    output = "N C " + " ".join(o for _, _, o, _ in _AXES[nsp])
+    params = _required_kernel(nsp) + axis_params(nsp, (_STRIDE, _PAD))
+    if kind == "avg":
+        params.append(_INCLUDE)
+    names = [q.name for q in params]
+
+    def algorithm(x, *, dims, **p):
+        include = p.pop("count_include_pad", True)
+        return _pool_algorithm(kind, x, p, nsp, dims, include)
+    algorithm.__name__ = name
+    algorithm.__qualname__ = name
+    algorithm.__module__ = __name__
+    if kind == "max":
+        algorithm.__doc__ = (f"{nsp}-D max pooling: each output is the largest input of its "
+                             f"window (window i covers inputs i * stride - pad + [0, kernel) per "
+                             f"axis); padding counts as -inf and a NaN makes the result NaN.")
+    else:
+        algorithm.__doc__ = (f"{nsp}-D average pooling: the mean of each window (see the max "
+                             f"pooling); padding is zero and counts in the divisor unless "
+                             f"count_include_pad is false.")
+    # The algorithm takes its parameters by name (Op.build passes the ones it accepts).
+    algorithm.__signature__ = _signature(names)
+    return op(category="nn", inputs={"x": inputs}, output=output, dtypes=_FLOATS, params=params,
+              reference=_pool_reference(kind, nsp),
+              kernel_reference=_pool_kernel_reference(kind, nsp),
+              frontend=_pool_frontend(kind, nsp), validate=_pool_validate(name, nsp),
+              derive=_pool_derive(nsp), example=example, name=name)(algorithm)
+
+
+def _signature(names):
+    import inspect
+
+    kinds = inspect.Parameter
+    return inspect.Signature([kinds("x", kinds.POSITIONAL_OR_KEYWORD)]
+                             + [kinds(n, kinds.KEYWORD_ONLY) for n in names]
+                             + [kinds("dims", kinds.KEYWORD_ONLY)])
+
+
+_EX1 = {"N": 2, "C": 16, "L": 61}
+_EX3 = {"N": 1, "C": 8, "D": 9, "H": 11, "W": 13}
+max_pool1d = _declare("max", 1, _EX1)
+avg_pool1d = _declare("avg", 1, _EX1)
+max_pool3d = _declare("max", 3, _EX3)
+avg_pool3d = _declare("avg", 3, _EX3)
+_OPS = {o.name: o for o in (max_pool1d, avg_pool1d, max_pool3d, avg_pool3d)}
