@@ -37,6 +37,7 @@ from ..dtypes import halide_type
 from ..errors import OpDefinitionError
 from ..ops._op import Op
 from ..schedule.directives import GRAMMAR, Directive
+from .shapes import SymInt, as_expr, slots, symbolic
 from .tensor import Node, Tensor
 
 D = Directive.make
@@ -205,7 +206,7 @@ class _Val:
 class Lowering:
     """Builds a :class:`Graph`'s Funcs over the graph op's input images."""
 
-    def __init__(self, graph: Graph, images: Sequence[Any]):
+    def __init__(self, graph: Graph, images: Sequence[Any], binding: list | None = None):
         self.g = graph
         self.vals: dict[tuple, _Val] = {}
         self.funcs: dict[str, _Val] = {}
@@ -214,11 +215,30 @@ class Lowering:
         self.anchors: list[dict] = []
         self.materialize: set[str] = set()
         self.outputs: list[_Val] = []
+        # Every extent, by slot: ints, or (a shape-generic lowering) SymInts read from the inputs.
+        self.ext = (symbolic(graph, binding, images) if binding is not None
+                    else dict(slots(graph)))
         for i, im in enumerate(images):
             name = im.name()
-            v = _Val(im, graph.source_shape(i), name, "input")
+            v = _Val(im, self.src_shape(i), name, "input")
             self.vals[("s", i)] = v
             self.funcs[name] = v
+
+    # -- extents ----------------------------------------------------------------------------------
+    def src_shape(self, i: int) -> tuple:
+        return tuple(self.ext[("src", i, a)] for a in range(len(self.g.source_shape(i))))
+
+    def out_shape(self, idx: int, k: int) -> tuple:
+        shape = self.g.nodes[idx].outs[k][0]
+        return tuple(self.ext[("out", idx, k, a)] for a in range(len(shape)))
+
+    def shape_of(self, t) -> tuple:
+        """The shape of a node input (a Tensor or a (node, k) pair) as this lowering sees it."""
+        ref = self.g.ref(t)
+        return self.src_shape(ref[1]) if ref[0] == "s" else self.out_shape(ref[1], ref[2])
+
+    def node_dims(self, idx: int) -> dict:
+        return {d: self.ext[("dim", idx, d)] for d in self.g.nodes[idx].dims}
 
     # -- values ---------------------------------------------------------------------------------
     def _new(self, name: str, shape, kind: str, source: str | None = None):
@@ -242,12 +262,13 @@ class Lowering:
                 idx_np = list(reversed(vs))
                 for axis in range(len(want) - 1, -1, -1):
                     flat = flat + idx_np[axis] * stride
-                    stride *= want[axis]
+                    stride = stride * as_expr(want[axis])
                 src_idx = []
                 stride = 1
                 for axis in range(len(v.shape) - 1, -1, -1):
-                    src_idx.insert(0, (flat // stride) % v.shape[axis] if axis else flat // stride)
-                    stride *= v.shape[axis]
+                    n = as_expr(v.shape[axis])
+                    src_idx.insert(0, (flat // stride) % n if axis else flat // stride)
+                    stride = stride * n
                 f[vs] = v.func[list(reversed(src_idx))]
                 self.reshapes[key] = r
                 self.readers.setdefault(v.name, []).append(("view", r.name))
@@ -265,7 +286,7 @@ class Lowering:
                 self._op(idx, n)
         outs = []
         for k, (node, j) in enumerate(self.g.outputs):
-            shape = node.outs[j][0]
+            shape = self.shape_of((node, j))
             f, v = self._new(f"o{k}", shape, "output")
             vs = [hl.Var(f"o{k}_{a}") for a in reversed(range(len(dom(shape))))]
             src = self.read(self.g.ref((node, j)), shape, ("output", f"o{k}"))
@@ -281,8 +302,9 @@ class Lowering:
         if kind == "reshape":
             self.vals[("n", idx, 0)] = self.vals[ref]   # same elements in the same C order
             return
-        shape = n.outs[0][0]
-        src = self.read(ref, src_t.shape, ("view", f"n{idx}_view"))
+        shape = self.out_shape(idx, 0)
+        s_in = self.shape_of(src_t)
+        src = self.read(ref, s_in, ("view", f"n{idx}_view"))
         f, v = self._new(f"n{idx}_view", shape, "view", src.name)
         vs = _vars("x", shape)
         out_idx = list(reversed(vs)) if shape else []
@@ -291,7 +313,6 @@ class Lowering:
             for i, a in enumerate(n.aux[1]):
                 in_idx[a] = out_idx[i]
         elif kind == "broadcast":
-            s_in = src_t.shape
             lead = len(shape) - len(s_in)
             in_idx = [hl.Expr(0) if s_in[j] == 1 and shape[lead + j] != 1 else out_idx[lead + j]
                       for j in range(len(s_in))]
@@ -299,7 +320,7 @@ class Lowering:
             in_idx = [st + sp * o for st, sp, o in zip(n.aux[1], n.aux[2], out_idx)]
         else:
             raise OpDefinitionError(f"unknown view {n.aux!r}")
-        f[vs] = _call(src.func, src_t.shape, in_idx)
+        f[vs] = _call(src.func, s_in, in_idx)
         self.vals[("n", idx, 0)] = v
 
     def _cast(self, idx: int, n: Node) -> None:
@@ -315,20 +336,20 @@ class Lowering:
 
         op = n.op
         prefix = f"n{idx}_"
-        dims = Dims({d: hl.Expr(int(e)) for d, e in n.dims.items()})
+        dims = Dims({d: e.expr if isinstance(e, SymInt) else hl.Expr(int(e))
+                     for d, e in self.node_dims(idx).items()})
         if is_pointwise(op, n.dtypes, n.params):
             try:
                 self._lift(idx, n, prefix, dims)
                 return
             except _NoLift:
                 pass
-        ins = [self.read(self.g.ref(t), t.shape, ("anchor", idx)) for t in n.inputs]
+        ins = [self.read(self.g.ref(t), self.shape_of(t), ("anchor", idx)) for t in n.inputs]
         with _named(prefix):
             outs = op.build([_In(v.func) for v in ins], n.params, dims)
         names = []
         for k, f in enumerate(outs):
-            shape = n.outs[k][0]
-            v = _Val(f, shape, _base(f.name()), "anchor")
+            v = _Val(f, self.out_shape(idx, k), _base(f.name()), "anchor")
             self.vals[("n", idx, k)] = v
             self.funcs[v.name] = v
             names.append(v.name)
@@ -346,7 +367,7 @@ class Lowering:
         canon = [d.lower() for d in reversed(op.outputs[0].dims)]
         in_vals = [self.vals[self.g.ref(t)] for t in n.inputs]
         shapes = {v.shape for v in in_vals}
-        out_shape = n.outs[0][0]
+        out_shape = self.out_shape(idx, 0)
         if len(shapes) == 1 and math.prod(next(iter(shapes))) == math.prod(dom(out_shape)):
             nat = next(iter(shapes))
         else:
@@ -507,11 +528,16 @@ class GraphOp(Op):
     """A traced segment as an op: inputs ``i0..``, outputs ``o0..``, every dim named per axis
     (``I0_1`` is axis 1 of input 0). ``call_dims`` holds the extents of every dim."""
 
-    def __init__(self, graph: Graph, name: str | None = None, doc: str = ""):
+    def __init__(self, graph: Graph, name: str | None = None, doc: str = "",
+                 binding: list | None = None):
         import inspect
 
         self.graph = graph
         self.plan: Lowering | None = None
+        #: Shape-generic (see ``frontend.shapes``): extents bound to input dimensions are read
+        #: from the buffers, so the compiled pipeline serves every shape that fits the binding.
+        self.binding = binding
+        self.generic = binding is not None
         inputs = {f"i{k}": " ".join(f"I{k}_{a}" for a in range(len(dom(graph.source_shape(k)))))
                   for k in range(len(graph.sources))}
         outputs = {}
@@ -528,7 +554,7 @@ class GraphOp(Op):
         sig = tuple(graph.source_dtype(i).name for i in range(len(graph.sources)))
 
         def algorithm(*images):
-            low = Lowering(graph, images)
+            low = Lowering(graph, images, binding)
             outs = low.lower()
             self.plan = low
             return outs
@@ -664,7 +690,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             out += output_directives(name, info.args, extents, lanes)
     for v in low.outputs:
         info = built.funcs[v.name]
-        if not bare:
+        if not bare and not getattr(op, "generic", False):
             # Known extents let Halide simplify the index arithmetic of reshapes away (``bare``
             # leaves them out: a bound can keep an anchor's own schedule from compiling).
             for nm, n in zip(info.args, reversed(v.shape)):

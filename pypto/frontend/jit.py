@@ -52,6 +52,7 @@ class Stats:
     segments_run: int = 0
     compiles: int = 0          # pipelines compiled (or loaded from the disk cache) in memory
     kernel_reuses: int = 0     # segments that found their compiled pipeline already in memory
+    shape_reuses: int = 0      # ... of which a shape-generic pipeline made for other shapes
 
 
 GLOBAL = Stats()
@@ -69,8 +70,8 @@ class Segment:
         self.doms = [dom(s) for s in self.shapes]
         self.out_shapes = [n.outs[k][0] for n, k in graph.outputs]
         self._launchers: dict = {}
-        self._specs = None
-        self.dims = self.op.call_dims
+        # This graph's outputs (a shape-generic kernel serves graphs of several shapes).
+        self._specs = [(dom(n.outs[k][0]), n.outs[k][1]) for n, k in graph.outputs]
 
     def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         from ..errors import ExecutionError
@@ -93,15 +94,13 @@ class Segment:
         built once per layout of the inputs (the call only writes data pointers)."""
         import halide as hl
 
-        from ..runtime import _failure, dense, new_outputs, out_specs, run_kernel
+        from ..runtime import _failure, dense, new_outputs, run_kernel
 
         kernel = self.kernel
-        if not kernel.disk:
-            return run_kernel(kernel, self.op, ins, self.dims)
-        if self._specs is None:
-            self._specs = out_specs(self.op, kernel, self.dims)
-        ins = [dense(a) for a in ins]
         outs = new_outputs(self._specs)
+        if not kernel.disk:
+            return run_kernel(kernel, self.op, ins, {}, outs)
+        ins = [dense(a) for a in ins]
         key = tuple((a.strides, a.dtype) for a in ins)
         launch = self._launchers.get(key)
         if launch is None:
@@ -117,9 +116,32 @@ _kernels: dict[tuple, tuple] = {}
 _kernels_lock = threading.Lock()
 
 
+@dataclasses.dataclass
+class _Generic:
+    """A shape-generic pipeline: the graph it was made from, its binding and what it compiled."""
+
+    op: GraphOp
+    kernel: object
+    base: list            # the extents of the graph it was made with (the binding's constants)
+    fingerprint: str
+    directives: tuple
+
+
+#: Shape-generic pipelines and the last graphs seen, per structure (``shapes.free_key``).
+_generic: dict[tuple, list[_Generic]] = {}
+_seen_graphs: dict[tuple, list[Graph]] = {}
+_SEEN_KEPT = 8
+
+
 def _compiled_graph(graph: Graph, name: str | None = None, target=None):
-    """(graph op, kernel) for ``graph``, compiled once per process for its structural key."""
+    """(graph op, kernel) for ``graph``, compiled once per process for its structural key.
+
+    A graph of a structure seen before at other shapes reuses a shape-generic pipeline when one
+    fits (see ``frontend.shapes``); the second shape of a structure compiles one, when every
+    extent that changed follows an input's dimensions and no stored schedule is tuned for it.
+    """
     from ..compiler import targets
+    from . import shapes
 
     target = target or targets.current()
     key = (graph.key, name, str(target))
@@ -128,12 +150,91 @@ def _compiled_graph(graph: Graph, name: str | None = None, target=None):
     if got is not None:
         GLOBAL.kernel_reuses += 1
         return got
+    fkey = (shapes.free_key(graph), name, str(target))
+    with _kernels_lock:
+        gens = list(_generic.get(fkey, ()))
+        seen = [g for g in _seen_graphs.get(fkey, ()) if g.key != graph.key]
+        _seen_graphs[fkey] = [*seen, graph][-_SEEN_KEPT:]
+    for gen in gens:
+        if _serves(gen, graph, target):
+            GLOBAL.kernel_reuses += 1
+            GLOBAL.shape_reuses += 1
+            with _kernels_lock:
+                _kernels[key] = (gen.op, gen.kernel)
+            return gen.op, gen.kernel
     op = GraphOp(graph, name=name)
-    kernel = compile_graph_op(op, target)
+    got = None
+    if seen and not target.has_gpu_feature():
+        got = _make_generic(graph, seen, op, name, target, fkey)
+    if got is None:
+        kernel = compile_graph_op(op, target)
+        got = (op, kernel)
     GLOBAL.compiles += 1
     with _kernels_lock:
-        _kernels[key] = (op, kernel)
-    return op, kernel
+        _kernels[key] = got
+    return got
+
+
+def _generic_name(name: str | None, fkey: tuple) -> str:
+    return f"{name or 'g'}_shapes_{fkey[0]}"
+
+
+def _probe(graph: Graph, binding: list, name: str, target):
+    """(op, built, fingerprint, default directives) of ``graph`` lowered shape-generically."""
+    from ..compiler.lower import build, fingerprint
+    from ..schedule.defaults import vector_lanes
+    from .graph import fused_schedule
+
+    op = GraphOp(graph, name=name, binding=binding)
+    built = build(op, op.dtypes[0], {})
+    out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
+    lanes = vector_lanes(target, out_dt if out_dt != "bool" else "uint8")
+    directives = tuple(fused_schedule(built, op.call_dims, lanes))
+    return op, built, fingerprint(built), directives
+
+
+def _serves(gen: _Generic, graph: Graph, target) -> bool:
+    """True when ``gen``'s compiled pipeline computes ``graph`` exactly as ``graph``'s own
+    default would: the extents fit the binding, the lowering and the default schedule agree."""
+    from . import shapes
+
+    if not shapes.fits(graph, gen.op.binding, gen.base):
+        return False
+    try:
+        _, _, fp, directives = _probe(graph, gen.op.binding, gen.op.name, target)
+    except PyptoError:
+        return False
+    return fp == gen.fingerprint and directives == gen.directives
+
+
+def _make_generic(graph: Graph, seen: list[Graph], op: GraphOp, name, target, fkey):
+    """A shape-generic (op, kernel) for ``graph`` (``seen``: earlier graphs of its structure),
+    or None when the shapes or a stored schedule do not allow one."""
+    from ..compiler.lower import build, fingerprint
+    from ..database.lookup import lookup
+    from ..schedule.schedule import Schedule
+    from . import shapes
+
+    binding = shapes.bind(seen, graph)
+    if binding is None:
+        return None
+    try:
+        # A schedule tuned for this program at this shape beats a shape-generic default.
+        static = build(op, op.dtypes[0], {})
+        if lookup(op, fingerprint(static), op.dtypes[0], {}, op.call_dims, target) is not None:
+            return None
+    except PyptoError:
+        pass
+    try:
+        gop, built, fp, directives = _probe(graph, binding, _generic_name(name, fkey), target)
+        kernel = compile_graph_op(gop, target, Schedule(op=gop.name, directives=directives),
+                                  source="default (fused, shape-generic)")
+    except PyptoError:
+        return None
+    gen = _Generic(gop, kernel, [n for _, n in shapes.slots(graph)], fp, directives)
+    with _kernels_lock:
+        _generic.setdefault(fkey, []).append(gen)
+    return gop, kernel
 
 
 def _target_of(kernel):
@@ -142,7 +243,8 @@ def _target_of(kernel):
     return targets.parse(kernel.target)
 
 
-def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = False):
+def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = False,
+                     source: str = "given"):
     """Compiles a graph op: the given schedule, else its database entry, else the fused default
     (and the safe default when the fused one cannot apply)."""
     from ..compiler.jit import compile_built
@@ -157,7 +259,6 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
     dims = op.call_dims
     built = build(op, dtypes, {})
     fp = fingerprint(built)
-    source = "given"
     if schedule is None:
         found = None
         try:

@@ -268,6 +268,81 @@ def test_a_new_shape_retraces_and_explain_names_the_guard():
     assert "first call" in text and "segment: pipeline" in text
 
 
+def _counts():
+    return STATS.compiles, STATS.shape_reuses
+
+
+def test_a_new_shape_retraces_and_reuses_a_shape_generic_pipeline():
+    # The second shape of a structure compiles one pipeline whose changing extents are read from
+    # its inputs; a third shape whose default schedule is the same reuses it without compiling.
+    f = pypto.jit(lambda x: (pypto.ops.exp(x) * 0.75 + 2.5).sum(axis=1))
+    c0, r0 = _counts()
+    for rows in (24, 40, 56, 40):
+        x = _f32(rows, 37)
+        np.testing.assert_allclose(f(x), (np.exp(x.astype(np.float64)) * 0.75 + 2.5).sum(1),
+                                   rtol=1e-5)
+    c1, r1 = _counts()
+    assert f.stats.traces == 3                       # 40 is seen again: a replay
+    assert (c1 - c0, r1 - r0) == (2, 1)
+    assert "schedule default (fused, shape-generic)" in f.explain(_f32(56, 37))
+
+
+def test_shape_generic_pipelines_match_numpy_across_views_and_matmul():
+    # Reshape, transpose, broadcast, a reduction and matmul, each with an extent that follows
+    # the inputs; every shape after the second runs a shape-generic pipeline or its own.
+    @pypto.jit
+    def prog(x, w, b):
+        h = (x @ w + b).reshape(x.shape[0], -1, 4)       # (M, N/4, 4)
+        return pypto.ops.relu(h).transpose(0, 2, 1).sum(axis=2) * 0.5
+
+    w = _f32(24, 32)
+    b = _f32(32)
+    c0, r0 = _counts()
+    for m in (9, 17, 33, 20, 64):
+        x = _f32(m, 24)
+        want = np.maximum((x.astype(np.float64) @ w + b).reshape(m, -1, 4), 0)
+        want = want.transpose(0, 2, 1).sum(axis=2) * 0.5
+        np.testing.assert_allclose(prog(x, w, b), want, rtol=1e-4, atol=1e-4)
+    c1, r1 = _counts()
+    assert c1 - c0 + r1 - r0 == 5 and c1 - c0 <= 4
+
+
+def test_an_extent_no_input_explains_compiles_its_own_pipeline():
+    # x[:, 1:] has N-1 columns: no product of input dimensions gives it, so no binding.
+    f = pypto.jit(lambda x: pypto.ops.exp(x[:, 1:]) + 1.0)
+    c0, r0 = _counts()
+    for n in (10, 14, 18):
+        x = _f32(3, n)
+        np.testing.assert_allclose(f(x), np.exp(x[:, 1:]) + 1.0, rtol=1e-6)
+    c1, r1 = _counts()
+    assert (c1 - c0, r1 - r0) == (3, 0)
+
+
+def test_a_shape_generic_pipeline_refuses_a_graph_whose_extents_do_not_fit():
+    from pypto.frontend import shapes
+    from pypto.frontend.graph import Graph
+    from pypto.frontend.tensor import TraceContext, activate, deactivate
+
+    def graph_of(a, c):
+        ctx = TraceContext(name="t")
+        token = activate(ctx)
+        try:
+            out = pypto.ops.exp(ctx.input_for(a)) + ctx.input_for(c)
+        finally:
+            deactivate(token)
+        return Graph([out])
+
+    g1 = graph_of(_f32(4, 6), _f32(4, 6))
+    g2 = graph_of(_f32(8, 6), _f32(8, 6))
+    binding = shapes.bind([g1], g2)
+    assert binding is not None
+    base = [n for _, n in shapes.slots(g2)]
+    assert shapes.fits(graph_of(_f32(12, 6), _f32(12, 6)), binding, base)
+    assert not shapes.fits(graph_of(_f32(12, 7), _f32(12, 7)), binding, base)   # 6 is constant
+    assert shapes.free_key(g1) == shapes.free_key(g2)
+    assert shapes.free_key(g1) != shapes.free_key(graph_of(_f32(4, 1), _f32(4, 1)))
+
+
 def test_a_data_dependent_branch_replays_both_paths():
     @pypto.jit
     def maybe(x):
