@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import NotDifferentiableError
 from ..frontend import tensor as T
 from . import shapes
-from .rules import RULES, ZERO, Call, NotDifferentiable
+from .rules import RULES, Call, Constant, NotDifferentiable
 
 
 def is_float(dtype) -> bool:
@@ -106,7 +106,7 @@ class _Walk:
 
         fn = CUSTOM.get(name) if node.kind == "op" else None
         entry = fn or RULES.get(name)
-        if entry is ZERO:
+        if isinstance(entry, Constant):
             return
         if isinstance(entry, NotDifferentiable):
             i = next((i for i in live if is_float(node.inputs[i].dtype)), live[0])
@@ -124,6 +124,12 @@ class _Walk:
                 f"{name} gives a non-float value (at {node.where}) that a gradient depends on: "
                 f"the gradient cannot pass through it to argument "
                 f"'{_arg_names(node)[live[0]]}'. Compute it outside the differentiated function")
+        if touched and node.kind == "op":
+            k = next(k for k in range(len(node.outs)) if (node.id, k) in self.touched)
+            raise NotDifferentiableError(
+                f"{name} gives a non-float output '{node.op.outputs[k].name}' (at {node.where}) "
+                f"that a gradient depends on: the gradient cannot pass through it to argument "
+                f"'{_arg_names(node)[live[0]]}'. Compute it outside the differentiated function")
         if entry is None:
             raise NotDifferentiableError(
                 f"no gradient for op '{name}' (at {node.where}), needed for its argument "
@@ -135,13 +141,20 @@ class _Walk:
         if node.kind != "op":
             params["aux"] = node.aux
         call = Call(op=node.op, inputs=list(node.inputs), outs=outs, dys=dys, params=params,
-                    dims=dict(node.dims))
+                    dims=dict(node.dims), live=tuple(live))
         if fn is not None:
             got = fn.apply_op(call, node, live)
         else:
             got = entry(call)
         for i in live:
-            self.add(node.inputs[i], got[i])
+            if isinstance(got[i], NotDifferentiable):
+                raise NotDifferentiableError(
+                    f"{name} is not differentiable in its argument '{_arg_names(node)[i]}' "
+                    f"({got[i].why}), and a gradient is asked through it (at {node.where}). "
+                    f"Compute that argument outside the differentiated function, or give "
+                    f"{name} a gradient with @pypto.def_gradient(pypto.ops.{name})")
+            if not isinstance(got[i], Constant):
+                self.add(node.inputs[i], got[i])
 
     def _region(self, region) -> None:
         dys = [self.grads.get(_key(t)) for t in region.outputs]
@@ -172,6 +185,28 @@ def _regions(nodes) -> dict[int, object]:
         for i in r.node_ids:
             out.setdefault(i, r)
     return out
+
+
+def through(fn, inputs: Sequence, dys: Sequence) -> list:
+    """The gradients of ``fn(*inputs)`` weighted by ``dys``, for each float Tensor of ``inputs``
+    (None elsewhere), by the rules of the ops ``fn`` records.
+
+    For rules whose op has a plain composition in other differentiable ops (an IoU, a Sobel
+    magnitude's linear part): ``fn`` records that composition into the current trace and its
+    backward follows; what the backward does not read is left out of the program.
+    """
+    ctx = T.current()
+    start = len(ctx.nodes)
+    got = fn(*inputs)
+    outs = list(got) if isinstance(got, (tuple, list)) else [got]
+    nodes = ctx.nodes[start:]
+    wrt, first = [], set()
+    for i, t in enumerate(inputs):     # a Tensor given twice gets its whole gradient once
+        if isinstance(t, T.Tensor) and is_float(t.dtype) and _key(t) not in {_key(w) for w in wrt}:
+            wrt.append(t)
+            first.add(i)
+    grads = dict(zip(map(_key, wrt), backward(nodes, wrt, outs, list(dys))))
+    return [grads[_key(t)] if i in first else None for i, t in enumerate(inputs)]
 
 
 def backward(nodes: Sequence[T.Node], wrt: Sequence[T.Tensor], outputs: Sequence[T.Tensor],

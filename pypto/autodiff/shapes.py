@@ -35,7 +35,8 @@ def ones(shape, dtype) -> T.Tensor:
     return o.broadcast_to(tuple(shape)) if tuple(shape) else o
 
 
-def _where(mask: np.ndarray, a: T.Tensor, fill: float) -> T.Tensor:
+def where_mask(mask: np.ndarray, a: T.Tensor, fill: float = 0.0) -> T.Tensor:
+    """``a`` where the constant NumPy ``mask`` (broadcast to ``a``) holds, ``fill`` elsewhere."""
     from .. import ops
 
     return ops.where(T.as_tensor(mask), a, scalar(fill, a.dtype))
@@ -79,7 +80,7 @@ def pad_axis(t: T.Tensor, axis: int, before: int, after: int, fill: float = 0.0)
     shifted = periodic[:, a:a + n]
     mask = np.zeros((1, n), dtype=bool)
     mask[0, before:before + m] = True
-    return _from_rows(_where(mask, shifted, fill), perm, moved, n)
+    return _from_rows(where_mask(mask, shifted, fill), perm, moved, n)
 
 
 def dilate_axis(t: T.Tensor, axis: int, step: int) -> T.Tensor:
@@ -92,7 +93,7 @@ def dilate_axis(t: T.Tensor, axis: int, step: int) -> T.Tensor:
     spread = rows.reshape(m_rows, m, 1).broadcast_to((m_rows, m, step)).reshape(m_rows, m * step)
     spread = spread[:, :n]
     mask = (np.arange(n) % step == 0)[None, :]
-    return _from_rows(_where(mask, spread, 0.0), perm, moved, n)
+    return _from_rows(where_mask(mask, spread, 0.0), perm, moved, n)
 
 
 def flip_axes(t: T.Tensor, axes) -> T.Tensor:

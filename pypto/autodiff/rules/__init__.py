@@ -5,13 +5,22 @@ dims, and the output gradients ``dys``) and returns one gradient per input (None
 e.g. for an integer input). Rules are written with PyPTO ops on Tensors, so the backward is a
 traced program like any other and lowers to fused pipelines.
 
-Two markers stand for ops without a formula:
+Two markers stand for ops without a formula, each with the reason shown to users:
 
-* :data:`ZERO` -- the output is piecewise constant in the inputs (comparisons, logical ops):
-  nothing flows back, as in PyTorch and JAX, where masks are constants;
+* :class:`Constant` (:data:`ZERO` is the common one) -- the output is piecewise constant in the
+  inputs (comparisons, logical ops, NaN tests, masks made from indices): nothing flows back, as
+  in PyTorch and JAX, where masks are constants;
 * :class:`NotDifferentiable` -- asking for a gradient through the op is an error
-  (:class:`~pypto.errors.NotDifferentiableError`) naming the op and argument: argmax, argmin and
-  integer quantization.
+  (:class:`~pypto.errors.NotDifferentiableError`) naming the op and argument: argmax, argmin,
+  argsort, integer quantization, bitwise ops.
+
+A rule may also return a :class:`Constant` in place of one input's gradient: that input gets
+nothing and, unlike None, the question does not travel on to the op that made it. Index inputs
+(gather's ``index``, embedding's ``input``) are constants in this sense: ``x[argmax(x)]`` is
+differentiable in ``x`` although ``argmax`` is not.
+
+Every built-in op has an entry (a rule or a marker); ``tests/autodiff/test_coverage.py`` fails
+for an op without one.
 
 ``@pypto.def_gradient`` (in :mod:`pypto.autodiff.custom`) overrides any entry.
 """
@@ -25,7 +34,14 @@ from typing import Any
 #: op name -> rule, ZERO, or a NotDifferentiable marker.
 RULES: dict[str, Any] = {}
 
-ZERO = "zero"
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """Marks an op (or one input of a call) through which no gradient flows; ``why`` says why."""
+
+    why: str
+
+
+ZERO = Constant("its output is piecewise constant in its inputs (a mask or a comparison)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +61,10 @@ class Call:
     dys: list
     params: dict
     dims: dict
+    live: tuple = ()      # the inputs whose gradient is asked for (a rule may skip the others)
+
+    def wants(self, i: int) -> bool:
+        return i in self.live
 
     @property
     def dy(self):
@@ -70,7 +90,8 @@ def mark(value, *names: str) -> None:
 
 
 def _load() -> None:
-    from . import elementwise, linalg, nn, reduce, views  # noqa: F401 - they register rules
+    from . import (activations, elementwise, image, indexing, layout, linalg, losses,  # noqa: F401
+                   math, nn, reduce, scan, views)
 
 
 _load()

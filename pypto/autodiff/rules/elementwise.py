@@ -111,16 +111,20 @@ def _silu(x, y, dy, p):
     return dy * silu_grad(x)
 
 
-@_unary("gelu")
-def _gelu(x, y, dy, p):
-    if p.get("approximate", "none") == "tanh":
+def gelu_grad(x, approximate="none"):
+    """d gelu / dx, erf form or (approximate="tanh") the tanh form."""
+    if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         t = ops.tanh(k * (x + 0.044715 * x * x * x))
-        d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x)
-        return dy * d
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x)
     cdf = 0.5 * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
     pdf = ops.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    return dy * (cdf + x * pdf)
+    return cdf + x * pdf
+
+
+@_unary("gelu")
+def _gelu(x, y, dy, p):
+    return dy * gelu_grad(x, p.get("approximate", "none"))
 
 
 @_unary("erf")

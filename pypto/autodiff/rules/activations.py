@@ -1,0 +1,140 @@
+"""Rules of the activations (``torch.nn.functional``'s names): hardsigmoid ... prelu, glu, geglu
+and softmin.
+
+At a kink the one-sided choice is PyTorch's: ``hardtanh``/``relu6``/``hardsigmoid`` pass nothing
+at their bounds, ``hardswish`` takes the inner formula on [-3, 3], ``hardshrink``/
+``softshrink`` pass nothing at +-lambd, ``threshold`` passes only above the threshold,
+``prelu`` takes slope 1 at 0, and ``logit`` with ``eps`` passes nothing where x was clamped
+(inclusive bounds: inside [eps, 1 - eps] it is the plain derivative).
+
+``glu``/``geglu`` see x as [R, 2, C] (the two halves); their gradient is the two halves' gradients
+stacked back into that form.
+"""
+
+from __future__ import annotations
+
+from ... import ops
+from . import rule
+from .elementwise import _unary, gelu_grad
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _inside(x, lo, hi):
+    return (x > lo) & (x < hi)
+
+
+@_unary("hardsigmoid")
+def _hardsigmoid(x, y, dy, p):
+    return ops.where(_inside(x, -3.0, 3.0), dy * (1.0 / 6.0), 0.0)
+
+
+@_unary("hardswish")
+def _hardswish(x, y, dy, p):
+    inner = dy * (x * (1.0 / 3.0) + 0.5)
+    return ops.where(x < -3.0, 0.0, ops.where(x <= 3.0, inner, dy))
+
+
+@_unary("mish")
+def _mish(x, y, dy, p):
+    t = ops.tanh(ops.softplus(x))
+    return dy * (t + x * ops.sigmoid(x) * (1.0 - t * t))
+
+
+@_unary("elu")
+def _elu(x, y, dy, p):
+    return ops.where(x > 0, dy, dy * p["alpha"] * ops.exp(x))
+
+
+@_unary("selu")
+def _selu(x, y, dy, p):
+    return ops.where(x > 0, dy * _SELU_SCALE, dy * (_SELU_SCALE * _SELU_ALPHA) * ops.exp(x))
+
+
+@_unary("celu")
+def _celu(x, y, dy, p):
+    return ops.where(x > 0, dy, dy * ops.exp(x * (1.0 / p["alpha"])))
+
+
+@_unary("softsign")
+def _softsign(x, y, dy, p):
+    d = 1.0 + ops.abs(x)
+    return dy / (d * d)
+
+
+@_unary("hardtanh")
+def _hardtanh(x, y, dy, p):
+    return ops.where(_inside(x, p["min_val"], p["max_val"]), dy, 0.0)
+
+
+@_unary("relu6")
+def _relu6(x, y, dy, p):
+    return ops.where(_inside(x, 0.0, 6.0), dy, 0.0)
+
+
+@_unary("logit")
+def _logit(x, y, dy, p):
+    g = dy / (x * (1.0 - x))
+    eps = p.get("eps")
+    if eps is None:
+        return g
+    return ops.where((x >= eps) & (x <= 1.0 - eps), g, 0.0)
+
+
+@_unary("tanhshrink")
+def _tanhshrink(x, y, dy, p):
+    t = ops.tanh(x)
+    return dy * t * t
+
+
+@_unary("hardshrink", "softshrink")
+def _shrink(x, y, dy, p):
+    return ops.where(ops.abs(x) > p["lambd"], dy, 0.0)
+
+
+@_unary("threshold")
+def _threshold(x, y, dy, p):
+    return ops.where(x > p["threshold"], dy, 0.0)
+
+
+@_unary("log_sigmoid")
+def _log_sigmoid(x, y, dy, p):
+    return dy * ops.sigmoid(-x)
+
+
+@rule("prelu")
+def _prelu(c):
+    x, w = c.inputs
+    neg = x < 0
+    return [ops.where(neg, c.dy * w, c.dy), ops.where(neg, c.dy * x, 0.0)]
+
+
+def _halves(c, gate, gate_grad):
+    """x [R, 2, C] -> a * gate(b): the gradients of a and b stacked back as [R, 2, C]."""
+    x = c.inputs[0]
+    a, b = x[:, 0], x[:, 1]
+    da = c.dy * gate(b)
+    db = c.dy * a * gate_grad(b)
+    return [ops.stack.kernel(da, db)]
+
+
+@rule("glu")
+def _glu(c):
+    def sig_grad(b):
+        s = ops.sigmoid(b)
+        return s * (1.0 - s)
+    return _halves(c, ops.sigmoid, sig_grad)
+
+
+@rule("geglu")
+def _geglu(c):
+    approx = c.params.get("approximate", "none")
+    return _halves(c, lambda b: ops.gelu(b, approximate=approx),
+                   lambda b: gelu_grad(b, approx))
+
+
+@rule("softmin")
+def _softmin(c):
+    y, dy = c.y, c.dy
+    return [-(y * (dy - (dy * y).sum(axis=1, keepdims=True)))]
