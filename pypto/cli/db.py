@@ -175,6 +175,57 @@ def prune_(dry_run, dbs):
     click.echo("dry run: nothing written" if dry_run else "done")
 
 
+@db.command("revalidate")
+@click.option("--op", "op_names", multiple=True,
+              help="Only this op (repeatable; a name, or FILE.py:NAME for an op of your own).")
+@click.option("--db", "dbs", multiple=True, type=click.Path(),
+              help="Database folder (repeatable; default: the search path without the shipped "
+                   "schedules, which are checked only when named here).")
+@target_option
+@click.option("--margin", default=0.03, show_default=True, type=click.FloatRange(0.0, 0.5),
+              help="An entry below (1 - margin) of the default's speed loses.")
+@click.option("--mark", is_flag=True,
+              help="Keep losers, recording that they are slower at their shape (lookup skips "
+                   "them there), instead of dropping them.")
+@click.option("--dry-run", is_flag=True, help="Measure and report; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def revalidate_(op_names, dbs, target, margin, mark, dry_run, as_json):
+    """Re-time every stored entry beside the op's current default at the entry's shape.
+
+    Outputs are checked against NumPy first; the two are then timed side by side (a 0.3 s pause
+    and an untimed call before each timed block, rotating order). An entry that fails or gives
+    wrong results is dropped; one slower than the default (confirmed by a second, longer
+    measurement) is dropped, or marked with --mark. Progress goes to stderr.
+    """
+    import json
+
+    from ..bench.revalidate import revalidate, table
+    from ..database.lookup import SHIPPED, search_path
+    from ..database.store import DirectoryDatabase
+    from ..ops._load import resolve_op
+
+    names = [resolve_op(n).name for n in op_names] or None
+    if dbs:
+        chosen = [DirectoryDatabase(p) for p in dbs]
+    else:
+        chosen = [d for d in search_path()
+                  if not (isinstance(d, DirectoryDatabase) and d.root.resolve() == SHIPPED)]
+    outcomes = revalidate(chosen, ops=names, target=target, margin=margin, mark=mark,
+                          dry_run=dry_run, progress=lambda line: click.echo(line, err=True))
+    if as_json:
+        click.echo(json.dumps({"dry_run": dry_run, "margin": margin,
+                               "databases": [d.name for d in chosen],
+                               "entries": [o.to_json() for o in outcomes]}, indent=1))
+        return
+    if not outcomes:
+        click.echo(f"no entries to revalidate in {', '.join(d.name for d in chosen) or '(none)'}")
+        return
+    click.echo(table(outcomes))
+    lost = sum(o.action in ("drop", "mark") for o in outcomes)
+    click.echo(f"{len(outcomes)} entries, {lost} lost"
+               + ("; dry run: nothing written" if dry_run else ""))
+
+
 @db.command("import-autoschedule")
 @click.argument("op_name")
 @shape_option

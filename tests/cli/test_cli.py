@@ -50,6 +50,47 @@ def test_db_validate_reports_each_problem_and_exits_nonzero(tmp_path):
     assert r.exit_code == 0 and r.output.startswith("ok")
 
 
+def test_db_revalidate_dry_run_reports_and_writes_nothing(tmp_path):
+    from pypto.compiler import targets
+    from pypto.compiler.lower import build, fingerprint
+    from pypto.database import DirectoryDatabase, Entry, Key
+    from pypto.schedule.directives import Directive
+    from pypto.schedule.schedule import Schedule
+    from toyops import toy_scale
+
+    fam = targets.family(targets.host())
+    fp = fingerprint(build(toy_scale, ("float32",), {}))
+    # A 16-wide unguarded vector cannot run at its own C = 8 (judged without timing), and an
+    # entry for an older algorithm (stale: left for `db prune`).
+    wide = (Directive.make("vectorize", "out", var="c", factor=16),)
+    entries = [Entry(key=Key.make("toy_scale", ("float32",), {"R": 4, "C": c}, {}, fam, f),
+                     schedule=Schedule("toy_scale", wide, f), time_ms=0.01)
+               for c, f in ((8, fp), (64, "e" * 16))]
+    db = DirectoryDatabase(tmp_path)
+    db.commit(entries)
+    path = db.path("toy_scale", fam)
+    before = path.read_bytes()
+    r = run("db", "revalidate", "--op", f"{TOY}:toy_scale", "--db", str(tmp_path), "--dry-run")
+    assert r.exit_code == 0, r.output
+    out = r.stdout.splitlines()
+    assert out[0].split() == ["op", "shape", "dtype", "entry", "ms", "default", "ms", "ratio",
+                              "verdict"]
+    assert out[1].split() == ["toy_scale", "C=8,R=4", "float32", "-", "-", "-", "would", "drop",
+                              "(failed)"]
+    assert out[2].split() == ["toy_scale", "C=64,R=4", "float32", "-", "-", "-", "stale"]
+    assert any("failed at run time" in line for line in out)
+    assert out[-1] == "2 entries, 1 lost; dry run: nothing written"
+    assert "[1/2] toy_scale C=8,R=4 [float32]" in r.stderr     # progress goes to stderr
+    assert path.read_bytes() == before
+    r = run("db", "revalidate", "--op", f"{TOY}:toy_scale", "--db", str(tmp_path), "--json")
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert [(e["shape"], e["verdict"], e["action"], e["written"]) for e in rep["entries"]] == [
+        ({"C": 8, "R": 4}, "failed", "drop", True), ({"C": 64, "R": 4}, "stale", None, False)]
+    left = DirectoryDatabase(tmp_path).entries("toy_scale", fam)
+    assert [e.key.shape_dict["C"] for e in left] == [64]
+
+
 def test_db_import_autoschedule_show_diff_merge(tmp_path):
     db = tmp_path / "db"
     r = run("db", "import-autoschedule", f"{TOY}:toy_matmul", "--shape", "M=32,K=16,N=32",
