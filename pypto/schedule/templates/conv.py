@@ -11,7 +11,7 @@ interleaves the phases.
 
 from __future__ import annotations
 
-from ..defaults import D, template
+from ..defaults import D, output_directives, template
 from .nn import _conv_tile, _parallel_blocks, _vec
 
 
@@ -249,3 +249,50 @@ def _pool(built, dims, lanes, spatial: list[str]):
 for _name, _spatial in (("max_pool1d", ["OL"]), ("avg_pool1d", ["OL"]),
                         ("max_pool3d", ["OW", "OH", "OD"]), ("avg_pool3d", ["OW", "OH", "OD"])):
     template(_name)(lambda built, dims, lanes, _s=_spatial: _pool(built, dims, lanes, _s))
+
+
+def _cell(built, dims, lanes):
+    """gru_cell and rnn_cell: both gate products as blocked dot products along the reduction
+    (rows of x and of each weight are contiguous there), a vector of partial sums per (gate row,
+    batch row) reduced across lanes at the end, tasks over blocks of gate rows; then the
+    elementwise step, vectorized along the hidden units (as lstm_cell's template)."""
+    B, HO = dims["B"], dims["HO"]
+    bb = next(f for f in (3, 2, 1) if B % f == 0)
+    # Gate rows per block: a divisor of HO, so no block reads past a weight's rows.
+    jb = next(f for f in ((4, 2, 1) if bb > 1 else (8, 4, 2, 1)) if HO % f == 0)
+    d = []
+    for f, rv, k, p in (("gates_ih", "k_in$x", dims["IN"], "ki"),
+                        ("gates_hh", "k_hid$x", dims["HID"], "kh")):
+        d.append(D("compute_root", f))
+        vec = _vec(k, lanes)
+        part = f"{f}_part" if vec > 1 else None
+        if part:
+            d += [D("split", f, 1, var=rv, outer=f"{p}o", inner=f"{p}i", factor=vec),
+                  D("rfactor", f, 1, pairs=[[f"{p}i", "kv"]], intm=part)]
+        red = f"{p}i" if part else rv
+        d.append(D("split", f, 1, var="j", outer="jo", inner="ji", factor=jb))
+        if bb > 1:
+            d += [D("split", f, 1, var="b", outer="bo", inner="bi", factor=bb),
+                  D("reorder", f, 1, vars=[red, "ji", "bi", "bo", "jo", "t"])]
+        else:
+            d.append(D("reorder", f, 1, vars=[red, "ji", "b", "jo", "t"]))
+        d += [D("fuse", f, 1, inner="jo", outer="t", fused="jt"),
+              D("parallel", f, 1, var="jt")]
+        if HO >= lanes:
+            d.append(D("vectorize", f, var="j", factor=lanes))
+        if part:
+            d += [D("compute_at", part, at=f, var="bo" if bb > 1 else "b"),
+                  D("vectorize", part, var="kv"),
+                  D("reorder", part, 1, vars=["kv", "j", "t", "b", f"{p}o"]),
+                  D("vectorize", part, 1, var="kv")]
+            if jb > 1:
+                d += [D("unroll", part, var="j", factor=jb),
+                      D("unroll", part, 1, var="j", factor=jb)]
+            if bb > 1:
+                d += [D("unroll", part, var="b", factor=bb),
+                      D("unroll", part, 1, var="b", factor=bb)]
+    return d + output_directives("out", ("hid", "b"), dims, lanes)
+
+
+template("gru_cell")(_cell)
+template("rnn_cell")(_cell)
