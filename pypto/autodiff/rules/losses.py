@@ -1,1 +1,211 @@
-"""(filled below)"""
+"""Rules of the losses and distances.
+
+The elementwise losses see [R, C] per-element losses (their reductions are ``sum``/``mean`` ops
+with rules of their own); the gradients are PyTorch's, kinks included: ``l1_loss`` passes 0 at
+``input == target``, ``smooth_l1_loss``/``huber_loss`` take the quadratic side at ``|d| <
+beta`` / ``|d| <= delta``, ``kl_div`` passes nothing to a zero target's entry, and
+``binary_cross_entropy`` differentiates its clamped logs (nothing through a log clamped at -100).
+
+``cross_entropy``/``nll_loss`` give two outputs, the per-sample loss and its weight
+``w[target]``; the rule writes the loss as ``-sum_c A[n, c] log p[n, c]`` with ``A`` built from a
+one-hot mask of the (clamped) targets, ignored samples and the smoothing term, so input and
+class-weight gradients share one form. Targets are indices (constants).
+
+Distances divide by the distance: where it is 0 the gradient is 0 (PyTorch's choice for norms).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import ops
+from ...frontend import tensor as T
+from . import rule
+from .indexing import INDEX
+
+
+def _pair(c, da):
+    return [da, -da]
+
+
+@rule("mse_loss")
+def _mse(c):
+    x, t = c.inputs
+    return _pair(c, 2.0 * (x - t) * c.dy)
+
+
+@rule("l1_loss")
+def _l1(c):
+    x, t = c.inputs
+    return _pair(c, ops.sign(x - t) * c.dy)
+
+
+@rule("smooth_l1_loss")
+def _smooth_l1(c):
+    x, t = c.inputs
+    d = x - t
+    beta = c.params["beta"]
+    if beta == 0:
+        return _pair(c, ops.sign(d) * c.dy)
+    return _pair(c, ops.where(ops.abs(d) < beta, d * (1.0 / beta), ops.sign(d)) * c.dy)
+
+
+@rule("huber_loss")
+def _huber(c):
+    x, t = c.inputs
+    d = x - t
+    delta = c.params["delta"]
+    return _pair(c, ops.where(ops.abs(d) <= delta, d, ops.sign(d) * delta) * c.dy)
+
+
+@rule("kl_div")
+def _kl_div(c):
+    x, t = c.inputs
+    dy = c.dy
+    if c.params["log_target"]:
+        e = ops.exp(t)
+        return [-e * dy, e * (t - x + 1.0) * dy]
+    pos = t > 0
+    dt = ops.where(pos, (ops.log(ops.where(pos, t, 1.0)) + 1.0 - x) * dy, 0.0)
+    return [-t * dy, dt]
+
+
+@rule("binary_cross_entropy")
+def _bce(c):
+    x, t, w = c.inputs
+    dy = c.dy
+    log_x = ops.maximum(ops.log(x), -100.0)
+    log_1x = ops.maximum(ops.log(1.0 - x), -100.0)
+    # d/dx of a clamped log: 1/x where the log is above the clamp, else nothing.
+    inv_x = ops.where(log_x > -100.0, 1.0 / ops.where(x > 0, x, 1.0), 0.0)
+    inv_1x = ops.where(log_1x > -100.0, 1.0 / ops.where(x < 1, 1.0 - x, 1.0), 0.0)
+    dx = -w * (t * inv_x - (1.0 - t) * inv_1x) * dy
+    dt = -w * (log_x - log_1x) * dy
+    dw = -(t * log_x + (1.0 - t) * log_1x) * dy
+    return [dx, dt, dw]
+
+
+@rule("binary_cross_entropy_with_logits")
+def _bce_logits(c):
+    x, t, w, pw = c.inputs
+    dy = c.dy
+    sp_pos, sp_neg = ops.softplus(x), ops.softplus(-x)
+    dx = w * ((1.0 - t) * ops.sigmoid(x) - pw * t * ops.sigmoid(-x)) * dy
+    dt = w * (pw * sp_neg - sp_pos) * dy
+    dw = ((1.0 - t) * sp_pos + pw * t * sp_neg) * dy
+    dpw = w * t * sp_neg * dy
+    return [dx, dt, dw, dpw]
+
+
+# -- cross_entropy and nll_loss ----------------------------------------------------------------------
+
+def _class_masks(target, n_cls: int, ignore_index: int, dtype):
+    """(M, ok): M[n, c] = 1.0 where c is sample n's class and n is not ignored; ok[n] = 1.0
+    where n is not ignored. Targets out of range are clamped, as the kernel does."""
+    t = target.astype(np.int32)
+    ok = t != ignore_index
+    k = ops.where(t < 0, 0, ops.where(t > n_cls - 1, n_cls - 1, t))
+    cls = T.as_tensor(np.arange(n_cls, dtype=np.int32)).reshape(1, n_cls)
+    n = t.shape[0]
+    hit = (k.reshape(n, 1) == cls) & ok.reshape(n, 1)
+    return hit.astype(dtype), ok.astype(dtype)
+
+
+def _weight_grad(c, m, per_class):
+    """d weight: sum_n (per_class[n, c] + dwt[n] M[n, c]), per_class already holding the loss
+    part."""
+    return (per_class + c.dys[1].reshape(-1, 1) * m).sum(axis=0)
+
+
+@rule("cross_entropy")
+def _cross_entropy(c):
+    x, target, w = c.inputs
+    n, n_cls = x.shape
+    ls = c.params["label_smoothing"]
+    m, ok = _class_masks(target, n_cls, c.params["ignore_index"], x.dtype)
+    wr = w.reshape(1, n_cls)
+    # loss[n] = -sum_c A[n, c] logp[n, c], with B = A / w (the part that is not the weight).
+    b = m * (1.0 - ls) if ls > 0 else m
+    if ls > 0:
+        b = b + ok.reshape(n, 1) * (ls / n_cls)
+    a = b * wr
+    dy = c.dys[0].reshape(n, 1)
+    p = ops.softmax.kernel(x)
+    dx = -dy * (a - p * a.sum(axis=1, keepdims=True))
+    dw = None
+    if c.wants(2):
+        logp = ops.log_softmax.kernel(x)
+        dw = _weight_grad(c, m, -dy * b * logp)
+    return [dx, INDEX, dw]
+
+
+@rule("nll_loss")
+def _nll_loss(c):
+    x, target, w = c.inputs
+    n, n_cls = x.shape
+    m, _ = _class_masks(target, n_cls, c.params["ignore_index"], x.dtype)
+    dy = c.dys[0].reshape(n, 1)
+    dx = -dy * m * w.reshape(1, n_cls)
+    dw = _weight_grad(c, m, -dy * m * x) if c.wants(2) else None
+    return [dx, INDEX, dw]
+
+
+# -- distances -------------------------------------------------------------------------------------
+
+def _safe_inverse(v):
+    """1 / v where v > 0, else 0."""
+    return ops.where(v > 0, 1.0 / ops.where(v > 0, v, 1.0), 0.0)
+
+
+@rule("cosine_similarity")
+def _cosine_similarity(c):
+    a, b = c.inputs
+    o, r, i = a.shape
+    eps = c.params["eps"]
+    n1 = ops.sqrt((a * a).sum(axis=1))
+    n2 = ops.sqrt((b * b).sum(axis=1))
+    n1c, n2c = ops.maximum(n1, eps), ops.maximum(n2, eps)
+    y = c.y
+    inv12 = (1.0 / (n1c * n2c)).reshape(o, 1, i)
+    # d max(|a|, eps) / da = a / |a| where |a| > eps: the term -y a / |a|**2 there.
+    k1 = ops.where(n1 > eps, y / (n1c * n1c), 0.0).reshape(o, 1, i)
+    k2 = ops.where(n2 > eps, y / (n2c * n2c), 0.0).reshape(o, 1, i)
+    dy = c.dy.reshape(o, 1, i)
+    return [dy * (b * inv12 - a * k1), dy * (a * inv12 - b * k2)]
+
+
+def _norm_weight(d, out, dy, p: float):
+    """d ||d||_p / dd weighted by dy: dy sign(d) |d|**(p-1) / out**(p-1) (0 where out == 0).
+    ``out``/``dy`` broadcast against ``d``."""
+    if p == 1:
+        return dy * ops.sign(d)
+    if p == 2:
+        return dy * _safe_inverse(out) * d
+    scale = dy * _safe_inverse(ops.pow(out, p - 1.0))
+    return scale * ops.sign(d) * ops.pow(ops.abs(d), p - 1.0)
+
+
+@rule("pairwise_distance")
+def _pairwise_distance(c):
+    a, b = c.inputs
+    rows = a.shape[0]
+    d = a - b + c.params["eps"]
+    g = _norm_weight(d, c.y.reshape(rows, 1), c.dy.reshape(rows, 1), c.params["p"])
+    return [g, -g]
+
+
+@rule("cdist")
+def _cdist(c):
+    a, b = c.inputs
+    p = c.params["p"]
+    bs, pn, m = a.shape
+    qn = b.shape[1]
+    if p == 2:      # two batched products instead of the [B, P, Q, M] differences
+        w = c.dy * _safe_inverse(c.y)                                    # [B, P, Q]
+        bmm = ops.batch_matmul.kernel
+        da = a * w.sum(axis=2, keepdims=True) - bmm(w, b)
+        db = b * w.sum(axis=1).reshape(bs, qn, 1) - bmm(w.transpose(0, 2, 1), a)
+        return [da, db]
+    d = a.reshape(bs, pn, 1, m) - b.reshape(bs, 1, qn, m)
+    g = _norm_weight(d, c.y.reshape(bs, pn, qn, 1), c.dy.reshape(bs, pn, qn, 1), p)
+    return [g.sum(axis=2), -g.sum(axis=1)]
