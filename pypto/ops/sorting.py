@@ -68,7 +68,10 @@ def _bitonic(x, dims, descending: bool, n: int):
         while q >= 1:
             s += 1
             st = hl.Func(f"stage{s}")
-            partner = hl.clamp(t ^ q, 0, n - 1)      # bounded for Halide (it is in range)
+            # t ^ q, written without the xor: Halide's bounds inference cannot bound an xor,
+            # and once the clamp is simplified away (t ^ q provably in range) a consumer that
+            # reads this network at a computed index (a reshape's t % R) left it unbounded.
+            partner = hl.clamp(hl.select((t & q) == 0, t + q, t - q), 0, n - 1)
             ka, ia = cur[o, i, t][0], cur[o, i, t][1]
             kb, ib = cur[o, i, partner][0], cur[o, i, partner][1]
             a_first = (ka < kb) | ((ka == kb) & (ia < ib))

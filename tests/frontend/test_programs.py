@@ -62,20 +62,12 @@ _PARAMS = {
 }
 
 
-#: Kernel-form calls whose fused pipeline does not compile yet (their public calls trace fine).
-_FUSION_GAPS = {n: ("the sorting network's stages are 'accessed over an unbounded domain' when "
-                    "its output is the program's output; known gap of the fused lowering")
-                for n in ("sort", "argsort", "median")}
-
-
 def _small(op):
     return {d: min(v, 64) for d, v in (op.example or {}).items()}
 
 
 @pytest.mark.parametrize("name", sorted(o.name for o in pypto.ops.builtin_ops()))
 def test_every_op_runs_traced_like_an_eager_kernel_call(name):
-    if name in _FUSION_GAPS:
-        pytest.xfail(_FUSION_GAPS[name])
     op = pypto.get_op(name)
     params = _PARAMS.get(name, {})
     if params is None:
