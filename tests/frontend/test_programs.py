@@ -59,6 +59,10 @@ _PARAMS = {
     "quantize": {"scale": 0.25, "zero_point": 1},
     "requantize": {"scale": 0.01, "zero_point": 2},
     "threshold": {"threshold": 0.5, "value": -1.0},   # both required, as in torch
+    "max_pool1d": {"kernel": 3}, "avg_pool1d": {"kernel": 2},
+    "max_pool3d": {"kernel_d": 2, "kernel_h": 3, "kernel_w": 2},
+    "avg_pool3d": {"kernel_d": 3, "kernel_h": 2, "kernel_w": 2},
+    "affine_grid": {"height": 5, "width": 7},
 }
 
 

@@ -27,6 +27,10 @@ PARAMS = {
     "quantize": dict(scale=0.5, zero_point=3),
     "requantize": dict(scale=0.5, zero_point=3),
     "threshold": dict(threshold=0.5, value=-1.0),
+    "max_pool1d": dict(kernel=3), "avg_pool1d": dict(kernel=2),
+    "max_pool3d": dict(kernel_d=2, kernel_h=3, kernel_w=2),
+    "avg_pool3d": dict(kernel_d=3, kernel_h=2, kernel_w=2),
+    "affine_grid": dict(height=5, width=7),
 }
 #: Shapes that the op's example cannot be shrunk to by clipping each dim.
 SHAPES = {"lstm_cell": {"B": 2, "IN": 5, "HID": 4, "G": 16}}
