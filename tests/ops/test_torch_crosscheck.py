@@ -17,7 +17,8 @@ Ops with no counterpart in torch itself (they live in torchvision, checked when 
 Compositions for the layout ... image nn block: ``median`` is ``torch.quantile(x, 0.5)`` (NumPy's
 median; ``torch.median`` takes the lower middle), ``nanmax``/``nanmin`` take ``amax``/``amin`` of
 ``nan_to_num``, ``sequence_mask`` compares with ``torch.arange``, ``eye`` with an offset is
-``ones.triu(k).tril(k)``.
+``ones.triu(k).tril(k)``. ``rotary_embedding`` (no torch op) is Hugging Face's rotate-half
+composition ``x * cos + torch.cat([-x2, x1]) * sin``.
 """
 
 from __future__ import annotations
@@ -1179,6 +1180,158 @@ def _():
         return (_u(rng, (3, 127), dt), _u(rng, (1,), dt, 0, 1)), {}
     return make, F.prelu
 # -- end of the math, arith, activations block ---------------------------------------------------
+
+
+# -- conv, pool, rnn, rotary and grid ops (pypto/ops/{conv,pool,rnn,rotary,grid}.py) -------------
+@case("conv1d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 3, 16), dt, -1, 1), _u(rng, (4, 3, 3), dt, -1, 1),
+                    _u(rng, (4,), dt)), {"padding": 1}
+        return (_u(rng, (3, 6, 37), dt, -1, 1), _u(rng, (9, 2, 4), dt, -1, 1)), \
+            {"stride": 2, "padding": 3, "dilation": 2, "groups": 3}
+    return make, lambda x, w, b=None, stride=1, padding=0, dilation=1, groups=1: F.conv1d(
+        x, w, b, stride, padding, dilation, groups)
+
+
+@case("conv3d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 2, 5, 6, 7), dt, -1, 1), _u(rng, (3, 2, 3, 3, 3), dt, -1, 1),
+                    _u(rng, (3,), dt)), {"padding": 1}
+        return (_u(rng, (2, 4, 7, 9, 11), dt, -1, 1), _u(rng, (6, 2, 2, 3, 3), dt, -1, 1)), \
+            {"stride": (1, 2, 3), "padding": (1, 0, 2), "dilation": (2, 1, 1), "groups": 2}
+    return make, lambda x, w, b=None, stride=1, padding=0, dilation=1, groups=1: F.conv3d(
+        x, w, b, stride, padding, dilation, groups)
+
+
+def _convt_ref(fn):
+    return lambda x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1: fn(
+        x, w, b, stride, padding, output_padding, groups, dilation)
+
+
+@case("conv_transpose1d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 4, 9), dt, -1, 1), _u(rng, (4, 3, 4), dt, -1, 1),
+                    _u(rng, (3,), dt)), {"stride": 2, "padding": 1}
+        return (_u(rng, (3, 6, 13), dt, -1, 1), _u(rng, (6, 2, 5), dt, -1, 1)), \
+            {"stride": 3, "padding": 2, "output_padding": 1, "groups": 3, "dilation": 2}
+    return make, _convt_ref(F.conv_transpose1d)
+
+
+@case("conv_transpose2d")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (1, 4, 6, 7), dt, -1, 1), _u(rng, (4, 3, 4, 4), dt, -1, 1),
+                    _u(rng, (3,), dt)), {"stride": 2, "padding": 1}
+        return (_u(rng, (2, 4, 5, 9), dt, -1, 1), _u(rng, (4, 3, 3, 2), dt, -1, 1)), \
+            {"stride": (3, 1), "padding": (1, 0), "output_padding": (2, 0), "groups": 2,
+             "dilation": (1, 2)}
+    return make, _convt_ref(F.conv_transpose2d)
+
+
+def _pool_case(kind, nsp):
+    fn = getattr(F, f"{kind}_pool{nsp}d")
+
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            shape = (2, 3, 16) if nsp == 1 else (1, 2, 6, 8, 8)
+            return (_u(rng, shape, dt),), {"kernel_size": 2}
+        shape = (3, 5, 37) if nsp == 1 else (2, 3, 7, 9, 11)
+        kw = {"kernel_size": 3, "stride": 2, "padding": 1} if nsp == 1 else \
+            {"kernel_size": (2, 3, 3), "stride": (1, 2, 3), "padding": (1, 1, 0)}
+        if kind == "avg":
+            kw["count_include_pad"] = False
+        return (_u(rng, shape, dt),), kw
+    return make, lambda x, **kw: fn(x, **kw)
+
+
+for _kind in ("max", "avg"):
+    for _nsp in (1, 3):
+        _m, _r = _pool_case(_kind, _nsp)
+        CASES[f"{_kind}_pool{_nsp}d"] = (FLOATS, _m, _r)
+
+
+@case("rotary_embedding")
+def _():
+    # torch has no rotary op: the rotate-half form composed from torch.cat (as Hugging Face writes
+    # it), with cos/sin built from angles at full width.
+    def make(size, dt):
+        rng = _rng(size)
+        b, h, s, d = (1, 2, 5, 8) if size == "small" else (3, 4, 7, 6)
+        ang = rng.uniform(-4, 4, (s, d // 2) if size == "small" else (b, 1, s, d // 2))
+        ang = np.concatenate([ang, ang], axis=-1)
+        return (_u(rng, (b, h, s, d), dt), np.cos(ang).astype(dt), np.sin(ang).astype(dt)), {}
+
+    def ref(x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+    return make, ref
+
+
+def _cell_case(gates):
+    def make(size, dt):
+        rng = _rng(size)
+        b, i, h = (2, 3, 4) if size == "small" else (5, 7, 3)
+        arrs = [_u(rng, sh, dt, -1, 1) for sh in ((b, i), (b, h), (gates * h, i),
+                                                   (gates * h, h), (gates * h,), (gates * h,))]
+        return (tuple(arrs) if size == "small" else tuple(arrs[:4])), {}
+    return make
+
+
+@case("gru_cell")
+def _():
+    return _cell_case(3), lambda x, h, w_ih, w_hh, b_ih=None, b_hh=None: torch.gru_cell(
+        x, h, w_ih, w_hh, b_ih, b_hh)
+
+
+@case("rnn_cell")
+def _():
+    make = _cell_case(1)
+
+    def make_both(size, dt):
+        args, kw = make(size, dt)
+        return args, ({} if size == "small" else {"nonlinearity": "relu"})
+
+    def ref(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity="tanh"):
+        fn = torch.rnn_tanh_cell if nonlinearity == "tanh" else torch.rnn_relu_cell
+        return fn(x, h, w_ih, w_hh, b_ih, b_hh)
+    return make_both, ref
+
+
+@case("affine_grid")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 2, 3), dt, -1, 1),), {"size": (2, 3, 5, 7)}
+        return (_u(rng, (3, 2, 3), dt, -1, 1),), {"size": (3, 1, 9, 4), "align_corners": True}
+    return make, lambda theta, size, align_corners=False: F.affine_grid(
+        theta, list(size), align_corners=align_corners)
+
+
+@case("grid_sample")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            # Positions past the image edges too, where zeros padding reads 0.
+            return (_u(rng, (2, 3, 6, 7), dt), _u(rng, (2, 4, 5, 2), dt, -1.2, 1.2)), {}
+        return (_u(rng, (1, 4, 9, 5), dt), _u(rng, (1, 7, 3, 2), dt, -1.5, 1.5)), \
+            {"padding_mode": "border", "align_corners": True}
+    return make, lambda x, grid, mode="bilinear", padding_mode="zeros", align_corners=False: \
+        F.grid_sample(x, grid, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+# -- end of the conv, pool, rnn, rotary and grid block --------------------------------------------
 
 
 ANCHOR_CALLS = {
