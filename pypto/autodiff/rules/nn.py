@@ -1,4 +1,5 @@
-"""Rules of the nn ops: softmax, the norms, convolutions, pooling, attention and lstm_cell.
+"""Rules of the nn ops: softmax, the norms (layer, rms, batch, group, instance), convolutions,
+pooling, attention and lstm_cell.
 
 Convolutions (shapes as the op declares them; s stride, d dilation, p padding, K kernel):
 
@@ -245,3 +246,35 @@ def _lstm_cell(c):
     dw_hh = ops.matmul.kernel(d_gates.T, h)
     db = d_gates.sum(axis=0)
     return [dx, dhp, dct * f, dw_ih, dw_hh, db, db]
+
+
+# -- group_norm and instance_norm --------------------------------------------------------------------
+
+def _norm_grad(x, dy, gamma, axes, eps):
+    """(dx, xhat) of y = (x - mean) rsqrt(var + eps) * gamma, statistics over ``axes`` (biased
+    variance): dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma."""
+    def mean(t):
+        return t.mean(axis=axes, keepdims=True)
+
+    xc = x - mean(x)
+    rstd = ops.rsqrt(mean(xc * xc) + eps)
+    xhat = xc * rstd
+    g = dy * gamma
+    return rstd * (g - mean(g) - xhat * mean(g * xhat)), xhat
+
+
+@rule("group_norm")
+def _group_norm(c):
+    """x [N, G, CG, S], weight and bias [G, CG]: statistics over (CG, S) per (N, G)."""
+    x, w, _ = c.inputs
+    g, cg = w.shape
+    dx, xhat = _norm_grad(x, c.dy, w.reshape(1, g, cg, 1), (2, 3), c.params["eps"])
+    return [dx, (c.dy * xhat).sum(axis=(0, 3)), c.dy.sum(axis=(0, 3))]
+
+
+@rule("instance_norm")
+def _instance_norm(c):
+    """x [N, C, S], weight and bias [C]: statistics over S per (N, C)."""
+    x, w, _ = c.inputs
+    dx, xhat = _norm_grad(x, c.dy, w.reshape(1, -1, 1), (2,), c.params["eps"])
+    return [dx, (c.dy * xhat).sum(axis=(0, 2)), c.dy.sum(axis=(0, 2))]
