@@ -183,6 +183,34 @@ CALLS.update({
 })
 # -- end of the math, arith, activations block ---------------------------------------------------
 
+# -- conv, pool, rnn, rotary and grid ops --------------------------------------------------------
+_ANG = np.linspace(-2.0, 2.0, 5 * 3).reshape(5, 3)
+_ANG = np.concatenate([_ANG, _ANG], axis=-1)
+CALLS.update({
+    "conv1d": lambda: ((_r((2, 4, 9)), _r((6, 2, 3), seed=1), _r((6,), seed=2)),
+                       {"padding": 1, "groups": 2}),
+    "conv3d": lambda: ((_r((1, 2, 4, 5, 6)), _r((3, 2, 2, 3, 3), seed=1)), {"stride": 2}),
+    "conv_transpose1d": lambda: ((_r((2, 3, 7)), _r((3, 2, 4), seed=1), _r((2,), seed=2)),
+                                 {"stride": 2, "padding": 1}),
+    "conv_transpose2d": lambda: ((_r((1, 2, 5, 4), "float64"), _r((2, 3, 3, 3), "float64", seed=1)),
+                                 {"stride": (2, 1), "output_padding": (1, 0)}),
+    "max_pool1d": lambda: ((_r((2, 3, 9)),), {"kernel_size": 3, "stride": 2, "padding": 1}),
+    "avg_pool1d": lambda: ((_r((2, 3, 9)),), {"kernel_size": 2}),
+    "max_pool3d": lambda: ((_r((1, 2, 5, 6, 7)),), {"kernel_size": 2}),
+    "avg_pool3d": lambda: ((_r((1, 2, 5, 6, 7)),), {"kernel_size": 3, "stride": 2, "padding": 1,
+                                                     "count_include_pad": False}),
+    "rotary_embedding": lambda: ((_r((2, 3, 5, 6)), np.cos(_ANG).astype(F32),
+                                  np.sin(_ANG).astype(F32)), {}),
+    "gru_cell": lambda: ((_r((2, 3)), _r((2, 4), seed=1), _r((12, 3), seed=2),
+                          _r((12, 4), seed=3), _r((12,), seed=4), _r((12,), seed=5)), {}),
+    "rnn_cell": lambda: ((_r((2, 3)), _r((2, 4), seed=1), _r((4, 3), seed=2),
+                          _r((4, 4), seed=3)), {"nonlinearity": "relu"}),
+    "affine_grid": lambda: ((_r((2, 2, 3)),), {"size": (2, 1, 5, 7)}),
+    "grid_sample": lambda: ((_r((2, 3, 6, 7)), _r((2, 4, 5, 2), seed=1, low=-1.2, high=1.2)),
+                            {}),
+})
+# -- end of the conv, pool, rnn, rotary and grid block -------------------------------------------
+
 
 def test_every_op_with_a_multibyte_array_is_covered():
     names = {op.name for op in pypto.ops.builtin_ops()}
