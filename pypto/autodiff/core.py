@@ -106,6 +106,9 @@ class _Walk:
 
         fn = CUSTOM.get(name) if node.kind == "op" else None
         entry = fn or RULES.get(name)
+        if entry is None and node.kind == "op" and getattr(node.op, "gradient", None) == "halide":
+            from .halide_grad import rule_for
+            entry = rule_for(node.op)     # checked once per op; raises if it is not accepted
         if isinstance(entry, Constant):
             return
         if isinstance(entry, NotDifferentiable):

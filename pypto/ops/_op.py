@@ -162,6 +162,7 @@ class Op:
         out_dtype: Callable[[tuple[str, ...], dict], str] | None = None,
         example: Mapping[str, int] | None = None,
         make_inputs: Callable | None = None,
+        gradient: str | None = None,
         doc: str = "",
     ):
         where = f"op {name!r}"
@@ -196,6 +197,12 @@ class Op:
         # make_inputs(dims, dtypes, params, rng) -> arrays: valid canonical inputs for ops whose
         # inputs must satisfy more than their dtype (indices, boxes, positive variances).
         self.make_inputs = make_inputs
+        if gradient not in (None, "halide"):
+            raise OpDefinitionError(f"{where}: gradient= must be None (rules or "
+                                    f"@pypto.def_gradient) or 'halide', got {gradient!r}")
+        #: "halide": without a rule, the backward comes from Halide's autodiff, accepted after
+        #: a scan and a finite-difference check (``pypto.autodiff.halide_grad``).
+        self.gradient = gradient
         self._accepts = set(inspect.signature(algorithm).parameters)
         self._fast: dict = {}     # kernel-call signature -> the runtime's prepared fast path
         self._public: dict = {}   # public-call signature -> the same, through the frontend

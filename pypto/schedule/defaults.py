@@ -188,6 +188,12 @@ def _load_templates() -> None:
         importlib.import_module(f"{templates.__name__}.{mod.name}")
 
 
+def _is_builtin(op) -> bool:
+    """Templates are written for the built-in op of their name: a user's op that reuses the
+    name (unregistered, or in its own module) gets the structural default instead."""
+    return getattr(op.algorithm, "__module__", "").startswith("pypto.ops.")
+
+
 def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Schedule:
     """The default schedule of ``built`` for concrete ``dims`` on ``target``."""
     if not _TEMPLATES:
@@ -200,7 +206,7 @@ def default_schedule(built, dims: Mapping[str, int], target: hl.Target) -> Sched
         directives = gpu_default(built, dims, target)
     elif getattr(built.op, "schedule_template", None) is not None:   # a traced program
         directives = built.op.schedule_template(built, dims, lanes)
-    elif built.op.name in _TEMPLATES:
+    elif built.op.name in _TEMPLATES and _is_builtin(built.op):
         directives = _TEMPLATES[built.op.name](built, dims, lanes)
     else:
         directives = generic(built, dims, lanes)
