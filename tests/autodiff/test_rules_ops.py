@@ -1,0 +1,86 @@
+"""The rules of the math, activation, layout, indexing, image, loss, distance, scan, sorting and
+norm ops (cases in cases.py): against float64 central differences, in every other float dtype
+the op declares against the float64 gradient, and against torch.autograd where torch has the op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cases import CASES, op_of, torch_cases
+from fd import check_vjp
+
+import pypto
+
+
+def _cotangents(out, seed=0):
+    rng = np.random.default_rng(seed)
+    outs = out if isinstance(out, tuple) else (out,)
+    return tuple(rng.standard_normal(np.shape(v)).astype(np.asarray(v).dtype) for v in outs)
+
+
+def _vjp(fn, args, cts=None):
+    out, vjp_fn = pypto.vjp(fn, *args)
+    cts = _cotangents(out) if cts is None else cts
+    return out, cts, vjp_fn(*cts)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rule_matches_central_differences(case):
+    fn, args = CASES[case]
+    if any(a.dtype == np.float32 for a in args):       # an op without float64
+        check_vjp(fn, *args, eps=1e-3, rtol=2e-3, atol=1e-4)
+    else:
+        check_vjp(fn, *args)
+
+
+def _lower_dtypes(case):
+    names = {d for sig in pypto.get_op(op_of(case)).dtypes for d in sig}
+    base = {a.dtype.name for a in CASES[case][1] if a.dtype.kind == "f"}
+    return [d for d in ("float32", "float16") if d in names and d not in base]
+
+
+_LOWER = [(c, d) for c in sorted(CASES) for d in _lower_dtypes(c)]
+_TOL = {"float32": (2e-4, 2e-5), "float16": (2e-2, 5e-3)}
+
+
+@pytest.mark.parametrize("case,dtype", _LOWER)
+def test_rule_in_lower_precision(case, dtype):
+    """The same gradient, computed in float32 (or float16), to that precision."""
+    fn, args = CASES[case]
+    _, cts, want = _vjp(fn, args)
+    low = [a.astype(dtype) if a.dtype.kind == "f" else a for a in args]
+    _, _, got = _vjp(fn, low, tuple(c.astype(dtype) for c in cts))
+    rtol, atol = _TOL[dtype]
+    for k, (g, w) in enumerate(zip(got, want)):
+        if w is None:
+            continue
+        assert g.dtype == np.dtype(dtype), (k, g.dtype)
+        scale = 1.0 + np.nanmax(np.abs(w))
+        np.testing.assert_allclose(g.astype(np.float64), w, rtol=rtol, atol=atol * scale,
+                                   err_msg=f"argument #{k}")
+
+
+def _torch_names():
+    try:
+        return sorted(torch_cases())
+    except ImportError:
+        return []
+
+
+@pytest.mark.parametrize("case", _torch_names())
+def test_rule_matches_torch_autograd(case):
+    torch = pytest.importorskip("torch")
+    fn, args = CASES[case]
+    out, cts, got = _vjp(fn, args)
+    floats = [k for k, a in enumerate(args) if a.dtype.kind == "f"]
+    ts = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in args]
+    t_out = torch_cases()[case](*ts)
+    t_outs = t_out if isinstance(t_out, tuple) else (t_out,)
+    want = torch.autograd.grad(t_outs, [ts[k] for k in floats],
+                               [torch.tensor(c) for c in cts], allow_unused=True)
+    rtol = 1e-5 if any(a.dtype == np.float32 for a in args) else 1e-7
+    for k, w in zip(floats, want):
+        w = np.zeros(args[k].shape) if w is None else w.numpy()
+        np.testing.assert_allclose(got[k], w, rtol=rtol, atol=rtol * 1e-2,
+                                   err_msg=f"argument #{k}")
