@@ -2,16 +2,27 @@
 
 For one suite item (op, shape, params) the harness builds candidates:
 
-- ``pypto``: the kernel a plain call picks (database entry, nearest shape, or the default), and
-  ``pypto-default`` (the default schedule) when the call picks something else;
+- ``pypto``: the op called as a user calls it (``pypto.ops.X(arrays)``, ``peers.pypto_call``), a
+  fresh output per call; it runs the kernel a plain call picks (database entry, nearest shape, or
+  the default), which the label names;
+- ``pypto-out``: the same call with ``out=`` (a preallocated output), timed when a peer writes
+  into a preallocated output too, so that each peer meets PyPTO in its own form;
+- ``pypto-default``: the default schedule's kernel (into a preallocated output), when the call
+  picks something else;
 - ``numpy``: the op's fast NumPy form (``peers.numpy_peer``), else its reference;
-- ``torch`` and ``torch-compile``: PyTorch eager and ``torch.compile`` on the CPU, when installed;
+- ``torch`` and ``torch-compile``: PyTorch eager and ``torch.compile`` on the CPU, when installed,
+  each measured with this process's OpenMP wait policy and, in a child process, with the other
+  (``torch_policy``); the better is kept and the report says which;
 - ``adams2019``, ``mullapudi2016``, ``li2018``: Halide's autoschedulers on the same algorithm,
   read from an autoschedule database, computed (in a worker with a deadline) when missing.
 
 Every candidate's output is compared with the op's reference first; one that differs is reported
-and not timed. The rest are timed interleaved in this process (``timing.compare``), so every ratio
-comes from the same minutes of the same machine. Results are plain JSON (``report_schema.json``).
+and not timed. The rest are timed in this process with the fair protocol
+(:func:`pypto.infra.timing.measure`): before each candidate's turn a pause (0.3 s: no other
+library's threads still spin) and an untimed call of the same candidate; then one call timed alone
+(the single-call figure, ``median_ms``) and a block of back-to-back calls (``steady``); the order
+rotates each round. Each result says how its output is made (``form``: fresh or preallocated), and
+ratios compare PyPTO in the best peer's form. Results are plain JSON (``report_schema.json``).
 """
 
 from __future__ import annotations
@@ -33,7 +44,11 @@ from ..infra.verify import mismatch
 AUTOS = ("adams2019", "mullapudi2016", "li2018")
 ITEM_KEYS = frozenset({"op", "shape", "params", "dtype", "compare"})  # of a suite file's item
 PEERS = ("numpy", "torch", "torch-compile", "halide")
-FORMAT = 1
+FORMAT = 2
+#: The fair protocol's defaults for one item (``run_item``'s ``timing`` overrides them).
+TIMING = {"pause_s": 0.3, "min_rounds": 7, "max_rounds": 25, "target_spread": 0.05, "budget_s": 30.0}
+_MEASURE_KEYS = ("pause_s", "min_rounds", "max_rounds", "target_spread", "budget_s", "warmup",
+                 "block_calls", "min_block_ms", "max_block_ms")
 
 
 @dataclasses.dataclass
@@ -125,6 +140,7 @@ class Candidate:
     label: str
     outputs: Callable[[], list[np.ndarray]]   # runs once and returns outputs (for verification)
     compile_s: float | None = None
+    form: str = "fresh output"                # how its output is made (peers.FRESH / PREALLOCATED)
 
 
 def _as_list(out) -> list[np.ndarray]:
@@ -144,7 +160,7 @@ def _kernel_candidate(kernel, op, arrays, dims, label: str, compile_s: float) ->
         return [o.copy() for o in run_kernel(kernel, op, arrays, dims, out=outs)]
 
     return Candidate(fn=lambda: run_kernel(kernel, op, arrays, dims, out=outs), label=label,
-                     outputs=fresh, compile_s=compile_s)
+                     outputs=fresh, compile_s=compile_s, form="preallocated output")
 
 
 def call_kernel(op, dtypes, params, dims, arrays, target=None):
@@ -194,8 +210,46 @@ class Context:
         return {d: self.dims[d] for d in self.op.input_dims}
 
 
+def _user_candidates(ctx: Context, label: str, dt: float) -> dict[str, Candidate]:
+    """``pypto`` (a fresh output per call) and ``pypto-out`` (``out=``), called as users call."""
+    from ..compiler import targets
+    from ..infra.verify import poison
+    from . import peers
+
+    call, how = peers.pypto_call(ctx.op.name, ctx.arrays, ctx.params)
+
+    def in_target(fn):
+        if ctx.target == targets.host():
+            return fn
+        return lambda: _with_target(ctx.target, fn)
+
+    fresh = in_target(lambda: call())
+    first = _as_list(fresh())
+    outs = [np.empty_like(o) for o in first]
+    arg = outs[0] if len(outs) == 1 else tuple(outs)
+    into = in_target(lambda: call(out=arg))
+
+    def outputs_into():
+        for o in outs:
+            poison(o)
+        return [o.copy() for o in _as_list(into())]
+
+    return {"pypto": Candidate(fn=fresh, label=f"{label}, {how}", compile_s=dt,
+                               outputs=lambda: _as_list(fresh())),
+            "pypto-out": Candidate(fn=into, label=f"{label}, {how} with out=", outputs=outputs_into,
+                                   form="preallocated output")}
+
+
+def _with_target(target, fn):
+    from ..compiler import targets
+
+    with targets.target(target):
+        return fn()
+
+
 def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]]:
-    """``pypto`` (what a call picks) and ``pypto-default`` when the pick is a stored schedule."""
+    """``pypto`` (a user's call: what it picks, a fresh output), ``pypto-out`` (the same with
+    ``out=``) and ``pypto-default`` when the pick is a stored schedule."""
     from ..compiler.jit import compile_built
     from ..compiler.lower import build, fingerprint
     from ..schedule.defaults import default_schedule
@@ -208,7 +262,10 @@ def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]
     except PyptoError as e:
         return {"pypto": _failed("PyPTO", e)}, notes
     dt = time.perf_counter() - t0
-    out["pypto"] = _kernel_candidate(chosen, ctx.op, ctx.arrays, ctx.dims, f"PyPTO ({chosen.source})", dt)
+    try:
+        out.update(_user_candidates(ctx, f"PyPTO ({chosen.source})", dt))
+    except PyptoError as e:
+        out["pypto"] = _failed("PyPTO", e)
     if chosen.source != "default":
         built = build(ctx.op, ctx.dtypes, ctx.params)
         sched = default_schedule(built, ctx.dims, ctx.target)
@@ -287,7 +344,9 @@ def peer_candidates(ctx: Context, compare: set[str]) -> tuple[dict[str, Candidat
     skipped: dict[str, str] = {}
     if "numpy" in compare:
         fn, label = peers.numpy_peer(ctx.op.name, ctx.arrays, ctx.params)
-        out["numpy"] = Candidate(fn=fn, label=label, outputs=lambda fn=fn: _as_list(fn()))
+        form = peers.form(fn)
+        out["numpy"] = Candidate(fn=fn, label=label + (", out=" if form == peers.PREALLOCATED else ""),
+                                 outputs=lambda fn=fn: [o.copy() for o in _as_list(fn())], form=form)
     wants_torch = {"torch", "torch-compile"} & compare
     if wants_torch:
         peer = peers.torch_peer(ctx.op.name, ctx.arrays, ctx.params)
@@ -350,8 +409,13 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
              compute_missing: bool = True, autoschedule_timeout: float = 300.0,
              timing: Mapping[str, Any] | None = None, target=None, roofs=None,
              log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Measures one item; returns its JSON record (see ``report_schema.json``)."""
-    from ..infra.timing import compare as time_side_by_side
+    """Measures one item; returns its JSON record (see ``report_schema.json``).
+
+    ``timing`` overrides :data:`TIMING` (the arguments of :func:`pypto.infra.timing.measure`);
+    ``"torch_policies": False`` in it skips the child process that measures torch under the other
+    OpenMP wait policy.
+    """
+    from ..infra.timing import measure
 
     ctx = Context(item, target)
     if item.compare is not None:
@@ -366,15 +430,22 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
         cands.update(more)
         skipped.update(why)
     good, bad, errs = verify(ctx, cands)
-    t = dict(timing or {})
-    res = time_side_by_side({n: c.fn for n, c in good.items()}, min_rounds=t.get("min_rounds", 7),
-                            max_rounds=t.get("max_rounds", 25), target_spread=t.get("target_spread", 0.05),
-                            budget_s=t.get("budget_s", 30.0)) if good else {}
+    if "pypto-out" in good and not any(c.form == "preallocated output" for n, c in good.items()
+                                       if not n.startswith("pypto")):
+        del good["pypto-out"]  # no peer writes into a preallocated output: nothing to match
+        skipped["pypto-out"] = "no peer here writes into a preallocated output"
+    t = {**TIMING, **(timing or {})}
+    res = measure({n: c.fn for n, c in good.items()},
+                  **{k: t[k] for k in _MEASURE_KEYS if k in t}) if good else {}
     results = {}
     for n, r in res.items():
-        results[n] = {**r.to_json(), "label": good[n].label, "max_rel_error": errs[n]}
+        results[n] = {**_figures(r.to_json()), "label": good[n].label, "max_rel_error": errs[n],
+                      "form": good[n].form}
         if good[n].compile_s is not None:
             results[n]["compile_s"] = good[n].compile_s
+    torch_names = [n for n in ("torch", "torch-compile") if n in results]
+    if torch_names and t.get("torch_policies", True):
+        _torch_policies(ctx, results, torch_names, {k: t[k] for k in _MEASURE_KEYS if k in t})
     rec: dict[str, Any] = {
         "op": item.op, "shape": item.shape, "group": item.group, "dims": dict(ctx.dims),
         "params": dict(ctx.params), "dtypes": list(ctx.dtypes),
@@ -385,21 +456,84 @@ def run_item(item: Item, *, compare: set[str], autoschedule_db: str | None = Non
     return rec
 
 
+def _figures(fair: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's figures from ``Fair.to_json()``: the single call on top, the steady state inside."""
+    return {**fair["single"], "steady": dict(fair["steady"])}
+
+
+def _torch_policies(ctx: Context, results: dict, names: list[str], timing: Mapping[str, Any]) -> None:
+    """Measures the torch peers ``names`` under the other OpenMP wait policy (a child process)
+    and keeps, per peer, the policy with the better single-call median; says which."""
+    from . import torch_policy
+
+    here = torch_policy.current_policy()
+    other = torch_policy.measure_other(ctx.op.name, ctx.dtypes, ctx.params, ctx.dims, names=names,
+                                       seed=0, timing=timing)
+    for n in names:
+        mine = results[n]
+        got = other.get(n) or {"policy": torch_policy.other_policy(here), "error": "not measured"}
+        policies = {here: {"median_ms": mine["median_ms"], "steady_ms": mine["steady"]["median_ms"]}}
+        if "error" in got:
+            policies[got["policy"]] = {"error": got["error"]}
+        else:
+            policies[got["policy"]] = {"median_ms": got["single"]["median_ms"],
+                                       "steady_ms": got["steady"]["median_ms"]}
+        kept = here
+        if "error" not in got and got["single"]["median_ms"] < mine["median_ms"]:
+            kept = got["policy"]
+            results[n] = {**mine, **_figures(got), "max_rel_error": got.get("max_rel_error", mine["max_rel_error"])}
+        results[n]["omp_wait_policy"] = kept
+        results[n]["policies"] = policies
+        results[n]["label"] = f"{mine['label']} (OMP_WAIT_POLICY={kept})" if kept != "default" else \
+            f"{mine['label']} (default OpenMP wait policy)"
+
+
+def _matching(results: Mapping[str, Mapping[str, Any]], peer: str) -> str | None:
+    """The PyPTO figure to set beside ``peer``: ``pypto-out`` when the peer writes into a
+    preallocated output and that was measured, else ``pypto`` (a fresh output, as users call)."""
+    if results[peer].get("form") == "preallocated output" and "pypto-out" in results:
+        return "pypto-out"
+    return "pypto" if "pypto" in results else None
+
+
 def summarize(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Best PyPTO time, best peer, and the ratios (above 1: PyPTO is faster)."""
-    ms = {n: r["median_ms"] for n, r in results.items()}
-    ours = {n: v for n, v in ms.items() if n.startswith("pypto")}
-    peers = {n: v for n, v in ms.items() if not n.startswith("pypto")}
-    out: dict[str, Any] = {"pypto_ms": None, "best_peer": None, "vs_best_peer": None, "vs_numpy": None}
-    if "pypto" in ms:
-        out["pypto_ms"] = ms["pypto"]
-    if peers:
-        best = min(peers, key=peers.get)
-        out["best_peer"] = best
-        if ours:
-            out["vs_best_peer"] = peers[best] / ms.get("pypto", min(ours.values()))
-    if "numpy" in ms and "pypto" in ms:
-        out["vs_numpy"] = ms["numpy"] / ms["pypto"]
+    """Best PyPTO time, best peer, and the ratios (above 1: PyPTO is faster).
+
+    Single calls decide (``median_ms``); the steady-state ratio is given beside. Each ratio sets
+    the peer beside PyPTO in the peer's own form (``pypto-out`` for a peer with a preallocated
+    output); ``vs_best_peer_pypto`` names the PyPTO figure used.
+    """
+    out: dict[str, Any] = {"pypto_ms": None, "best_peer": None, "vs_best_peer": None, "vs_numpy": None,
+                           "vs_best_peer_pypto": None, "pypto_steady_ms": None,
+                           "best_peer_steady": None, "vs_best_peer_steady": None}
+    if "pypto" in results:
+        out["pypto_ms"] = results["pypto"]["median_ms"]
+        out["pypto_steady_ms"] = (results["pypto"].get("steady") or {}).get("median_ms")
+    peers = [n for n in results if not n.startswith("pypto")]
+    if not peers:
+        return out
+
+    def ratio(peer: str, steady: bool) -> tuple[float | None, str | None]:
+        mine = _matching(results, peer)
+        if mine is None:
+            return None, None
+        if steady:
+            a, b = (results[peer].get("steady") or {}), (results[mine].get("steady") or {})
+            if not a or not b:
+                return None, mine
+            return a["median_ms"] / b["median_ms"], mine
+        return results[peer]["median_ms"] / results[mine]["median_ms"], mine
+
+    best = min(peers, key=lambda n: results[n]["median_ms"])
+    out["best_peer"] = best
+    out["vs_best_peer"], out["vs_best_peer_pypto"] = ratio(best, False)
+    steady = [n for n in peers if results[n].get("steady")]
+    if steady:
+        bs = min(steady, key=lambda n: results[n]["steady"]["median_ms"])
+        out["best_peer_steady"] = bs
+        out["vs_best_peer_steady"] = ratio(bs, True)[0]
+    if "numpy" in results:
+        out["vs_numpy"] = ratio("numpy", False)[0]
     return out
 
 
@@ -463,9 +597,30 @@ def validate_report(report: Mapping[str, Any]) -> None:
     jsonschema.validate(report, schema)
 
 
-def new_report(compare: set[str], roofs=None) -> dict[str, Any]:
+def new_report(compare: set[str], roofs=None, timing: Mapping[str, Any] | None = None) -> dict[str, Any]:
     return {"format": FORMAT, "tool": "pypto bench", "compare": sorted(compare),
-            "machine": machine_info(), "roofs": _roofs_json(roofs), "items": []}
+            "machine": machine_info(), "roofs": _roofs_json(roofs), "protocol": protocol(timing),
+            "items": []}
+
+
+def protocol(timing: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """How every figure of a report was measured, in words and numbers (the report's ``protocol``)."""
+    from ..infra.timing import PROTOCOL
+
+    t = {**TIMING, **(timing or {})}
+    return {
+        "pause_s": t["pause_s"],
+        "timing": PROTOCOL.format(pause_s=t["pause_s"]) + " (no groups: a pause before every candidate)",
+        "median_ms": "a single call (see 'timing'); 'steady' holds the steady state",
+        "forms": {"pypto": "pypto.ops.X(arrays) as a user calls it, a fresh output per call",
+                  "pypto-out": "the same call with out= (a preallocated output), timed when a peer "
+                               "writes into a preallocated output",
+                  "pypto-default": "the default schedule's kernel, into a preallocated output",
+                  "peers": "each result's 'form' says whether it gets a fresh or a preallocated output"},
+        "ratios": "peer time over PyPTO time (above 1: PyPTO is faster), PyPTO in the peer's form",
+        "torch": "measured with this process's OpenMP wait policy and with the other in a child "
+                 "process; the better single call is kept ('omp_wait_policy', 'policies')",
+    }
 
 
 def _roofs_json(roofs) -> dict | None:
@@ -476,7 +631,7 @@ def _roofs_json(roofs) -> dict | None:
 
 # -- presentation -------------------------------------------------------------------------------
 
-COLUMNS = ("pypto", "pypto-default", "numpy", "torch", "torch-compile") + AUTOS
+COLUMNS = ("pypto", "pypto-out", "pypto-default", "numpy", "torch", "torch-compile") + AUTOS
 
 
 def _ms(v: float | None) -> str:
@@ -485,8 +640,31 @@ def _ms(v: float | None) -> str:
     return f"{v:.3g}" if v < 100 else f"{v:.0f}"
 
 
+def _cell(r: Mapping[str, Any]) -> str:
+    """``single / steady`` milliseconds (± the single call's spread when over 10%), and ``†``
+    for a peer's preallocated output."""
+    text = _ms(r["median_ms"]) + (f" ±{r['spread'] * 100:.0f}%" if r["spread"] >= 0.1 else "")
+    if r.get("steady"):
+        text += " / " + _ms(r["steady"]["median_ms"])
+    if r.get("form") == "preallocated output":
+        text += " †"
+    return text
+
+
+def _ratio(v) -> str:
+    return f"{v:.2f}x" if v else "-"
+
+
+NOTE = ("Each cell: single call / steady state, ms (medians; the fair protocol: a 0.3 s pause and "
+        "an untimed call of the same candidate before each turn, rotating order). † = writes into "
+        "a preallocated output (`pypto-out` is `pypto.ops.X(..., out=)`); otherwise a fresh output "
+        "per call (`pypto` is `pypto.ops.X(arrays)`). Ratios: peer over PyPTO, PyPTO in the "
+        "peer's form, single call / steady state.")
+
+
 def markdown(report: Mapping[str, Any]) -> str:
-    """The results as a Markdown table: milliseconds (median), spread, and the ratios."""
+    """The results as a Markdown table: milliseconds (medians of single calls and of the steady
+    state), spread, the form of each figure, and the ratios; a note under it says how."""
     items = report["items"]
     cols = [c for c in COLUMNS if any(c in it["results"] for it in items)]
     head = ["op", "shape"] + cols + ["best peer", "vs best peer", "vs NumPy"]
@@ -504,16 +682,19 @@ def markdown(report: Mapping[str, Any]) -> str:
             if r is None:
                 row.append("x" if c in it["errors"] else "-")
             else:
-                row.append(_ms(r["median_ms"]) + (f" ±{r['spread'] * 100:.0f}%" if r["spread"] >= 0.1 else ""))
+                row.append(_cell(r))
         row.append(it["best_peer"] or "-")
-        row.append(f"{it['vs_best_peer']:.2f}x" if it.get("vs_best_peer") else "-")
-        row.append(f"{it['vs_numpy']:.2f}x" if it.get("vs_numpy") else "-")
+        steady = it.get("vs_best_peer_steady")
+        row.append(_ratio(it.get("vs_best_peer")) + (f" / {_ratio(steady)}" if steady else ""))
+        row.append(_ratio(it.get("vs_numpy")))
         if extra:
             p = (it.get("roofline") or {}).get("pypto")
             row.append(f"{p['fraction'] * 100:.0f}% of {p['bound']}" if p else "-")
         if "memory" in it or any("memory" in i for i in items):
             row.append(_memory_cell(it.get("memory")))
         lines.append("| " + " | ".join(row) + " |")
+    if any(r.get("steady") for it in items for r in it["results"].values()):
+        lines += ["", NOTE]
     return "\n".join(lines)
 
 
@@ -564,12 +745,18 @@ def text_table(report: Mapping[str, Any]) -> str:
         for n, r in sorted(it["results"].items(), key=lambda kv: kv[1]["median_ms"]):
             mark = "*" if r["median_ms"] == best else " "
             comp = f"  compile {r['compile_s']:.2f} s" if r.get("compile_s") is not None else ""
-            out.append(f"  {mark} {n:<15} {r['median_ms']:10.4f} ms  ±{r['spread'] * 100:4.1f}%  "
-                       f"({r['label']}){comp}")
+            steady = (f"  steady {r['steady']['median_ms']:10.4f} ms ±{r['steady']['spread'] * 100:4.1f}%"
+                      if r.get("steady") else "")
+            form = f"; {r['form']}" if r.get("form") else ""
+            out.append(f"  {mark} {n:<15} {r['median_ms']:10.4f} ms  ±{r['spread'] * 100:4.1f}%{steady}  "
+                       f"({r['label']}{form}){comp}")
         for n, why in it["errors"].items():
             out.append(f"  x {n:<15} not timed: {why}")
         if it.get("vs_best_peer"):
-            out.append(f"    PyPTO vs best peer ({it['best_peer']}): {it['vs_best_peer']:.2f}x"
+            which = f" [{it['vs_best_peer_pypto']}]" if it.get("vs_best_peer_pypto") else ""
+            out.append(f"    PyPTO{which} vs best peer ({it['best_peer']}): {it['vs_best_peer']:.2f}x single call"
+                       + (f", {it['vs_best_peer_steady']:.2f}x steady vs {it['best_peer_steady']}"
+                          if it.get("vs_best_peer_steady") else "")
                        + (f"; vs NumPy {it['vs_numpy']:.2f}x" if it.get("vs_numpy") else ""))
     return "\n".join(out)
 

@@ -8,7 +8,12 @@ anything is timed, like every other candidate.
 The NumPy peers are what a NumPy user would write for speed (float32 throughout, BLAS for
 products, an im2col convolution); the op references, which favour exactness (float64
 accumulation, plain loops), are what every result is checked against, and stand in as the NumPy
-peer of ops without a faster form.
+peer of ops without a faster form. Where NumPy's API lets the fast form write into an array made
+once (``np.matmul(a, b, out=o)``), it does: a NumPy user at their best does that, and such a peer
+is marked (:func:`form`) so that PyPTO is compared with it in the same form (``out=``).
+
+:func:`pypto_call` builds PyPTO's side as a user writes it: ``pypto.ops.X(arrays, ...)`` in the
+op's public form, with a fresh output per call or with ``out=``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+#: How a candidate's output is made, as reports say it.
+FRESH = "fresh output"
+PREALLOCATED = "preallocated output"
 
 
 def torch_available() -> bool:
@@ -166,30 +175,63 @@ def _numpy_builders() -> dict[str, Callable]:
     def one(fn):
         return lambda a, p: (lambda: fn(a))
 
+    def two_into(ufunc):
+        """``ufunc(a, b, out=o)`` into one array made here: the form a NumPy user writes in a loop."""
+        def build(a, b, p):
+            o = np.empty(np.broadcast_shapes(a.shape, b.shape) if ufunc is not np.matmul
+                         else a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
+            return _into(lambda: ufunc(a, b, out=o))
+        return build
+
+    def one_into(ufunc):
+        def build(a, p):
+            o = np.empty_like(a)
+            return _into(lambda: ufunc(a, out=o))
+        return build
+
+    def row_sum(x, p):
+        o = np.empty(x.shape[:-1], x.dtype)
+        return _into(lambda: np.sum(x, axis=-1, out=o))
+
     return {
-        "matmul": two(np.matmul),
-        "batch_matmul": two(np.matmul),
+        "matmul": two_into(np.matmul),
+        "batch_matmul": two_into(np.matmul),
         "linear": lambda x, w, b, p: (lambda: x @ w.T + b),
         "conv2d": conv,
         "depthwise_conv2d": depthwise,
         "box_blur": blur,
         "softmax": softmax,
         "layer_norm": layer_norm,
-        "sum": one(lambda x: x.sum(axis=-1)),
+        "sum": row_sum,
         "mean": one(lambda x: x.mean(axis=-1)),
         "max": one(lambda x: x.max(axis=-1)),
         "swiglu": two(lambda x, y: x / (np.float32(1) + np.exp(-x)) * y),
-        "add": two(np.add),
-        "mul": two(np.multiply),
-        "exp": one(np.exp),
-        "tanh": one(np.tanh),
+        "add": two_into(np.add),
+        "mul": two_into(np.multiply),
+        "exp": one_into(np.exp),
+        "tanh": one_into(np.tanh),
         "transpose": one(lambda x: np.ascontiguousarray(x.T)),
         "scaled_dot_product_attention": sdpa,
     }
 
 
+def _into(fn):
+    """Marks a peer that writes into an output made once, up front (see :func:`form`)."""
+    fn.pypto_form = PREALLOCATED
+    return fn
+
+
+def form(fn) -> str:
+    """How ``fn`` (a peer) gets its output: :data:`PREALLOCATED` or :data:`FRESH`."""
+    return getattr(fn, "pypto_form", FRESH)
+
+
 def numpy_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]):
-    """(callable, label): the fast NumPy form of the op, else its reference implementation."""
+    """(callable, label): the fast NumPy form of the op, else its reference implementation.
+
+    This is the NumPy figure everywhere a figure is quoted: ``pypto bench`` and the tuner's
+    baselines (a float64 reference would make PyPTO look several times better than NumPy is).
+    """
     build = _numpy_builders().get(op_name)
     if build is not None:
         fn = build(*arrays, dict(params))
@@ -240,3 +282,50 @@ def torch_output(fn) -> list[np.ndarray]:
     out = fn()
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return [o.detach().numpy() for o in outs]
+
+
+# -- PyPTO as a user calls it -------------------------------------------------------------------
+
+def _pair(p, name):
+    return (p[f"{name}_h"], p[f"{name}_w"])
+
+
+def _public_forms() -> dict[str, Callable]:
+    """op -> (canonical arrays, params) -> (args, kwargs) of the public call ``pypto.ops.X``."""
+    return {
+        "conv2d": lambda a, p: (tuple(a), {"stride": _pair(p, "stride"), "padding": _pair(p, "pad"),
+                                           "dilation": _pair(p, "dil"), "groups": p["groups"]}),
+        "depthwise_conv2d": lambda a, p: (tuple(a), {"stride": _pair(p, "stride"),
+                                                     "padding": _pair(p, "pad")}),
+        "softmax": lambda a, p: (tuple(a), {"axis": -1}),
+        "log_softmax": lambda a, p: (tuple(a), {"axis": -1}),
+        "layer_norm": lambda a, p: (tuple(a), {"eps": p["eps"]}),
+        "box_blur": lambda a, p: (tuple(a), {"size": p["size"]}),
+        "sum": lambda a, p: (tuple(a), {"axis": -1}),
+        "scaled_dot_product_attention": lambda a, p: (tuple(a), {"scale": p.get("scale")}),
+        "matmul": lambda a, p: (tuple(a), {}),
+        "swiglu": lambda a, p: (tuple(a), {}),
+    }
+
+
+def pypto_call(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]):
+    """(call, how): ``call(out=None)`` runs the op as a user calls it, ``how`` says in words.
+
+    The public call ``pypto.ops.X(...)`` where the op's public form is known here (or the op has
+    no frontend, so the canonical form is its public form); else ``pypto.ops.X.kernel(...)``, the
+    canonical-form call without the frontend. Either goes through the whole call path (checks,
+    schedule lookup, the compiled-kernel cache); ``out=`` writes into a given array.
+    """
+    from ..ops import get_op
+
+    op = get_op(op_name)
+    shape = _public_forms().get(op_name)
+    if shape is not None:
+        args, kwargs = shape(arrays, dict(params))
+        return (lambda out=None: op(*args, out=out, **kwargs)), f"pypto.ops.{op_name}(...)"
+    if op.frontend is None:
+        kwargs = dict(params)
+        return (lambda out=None: op(*arrays, out=out, **kwargs)), f"pypto.ops.{op_name}(...)"
+    kwargs = dict(params)
+    return ((lambda out=None: op.kernel(*arrays, out=out, **kwargs)),
+            f"pypto.ops.{op_name}.kernel(...) (canonical form; no public mapping here)")

@@ -18,7 +18,7 @@ from pypto.bench.harness import Candidate, Context, Item
 from pypto.cli.main import cli
 from pypto.errors import ParamError
 
-QUICK = {"min_rounds": 3, "max_rounds": 3, "budget_s": 2.0}
+QUICK = {"min_rounds": 3, "max_rounds": 3, "budget_s": 2.0, "pause_s": 0.05, "torch_policies": False}
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -28,7 +28,7 @@ def run(*args):
 
 @pytest.fixture(scope="module")
 def report():
-    rep = harness.new_report({"numpy"})
+    rep = harness.new_report({"numpy"}, timing=QUICK)
     for item in (Item("softmax", "R=8,C=33", group="given"), Item("matmul", "M=9,K=7,N=5", group="suite"),
                  Item("sum", "O=3,R=100", group="size")):
         rep["items"].append(harness.run_item(item, compare={"numpy"}, timing=QUICK))
@@ -37,15 +37,32 @@ def report():
 
 def test_items_are_verified_then_timed(report):
     for it in report["items"]:
-        assert set(it["results"]) == {"pypto", "numpy"}, it
-        for r in it["results"].values():
+        res = it["results"]
+        # NumPy's matmul and row sum write into a preallocated output, softmax's makes a new one:
+        # PyPTO is timed with out= exactly where the peer is.
+        prealloc = it["op"] in ("matmul", "sum")
+        assert set(res) == ({"pypto", "pypto-out", "numpy"} if prealloc else {"pypto", "numpy"}), it
+        assert res["numpy"]["form"] == ("preallocated output" if prealloc else "fresh output")
+        assert res["pypto"]["form"] == "fresh output" and "pypto.ops." in res["pypto"]["label"]
+        for r in res.values():
             assert r["median_ms"] > 0 and r["n"] >= 3
+            assert r["steady"]["median_ms"] > 0 and r["steady"]["n"] == r["n"] and r["steady"]["calls"] >= 1
             assert r["max_rel_error"] < 1e-3
-        assert it["vs_numpy"] == pytest.approx(it["results"]["numpy"]["median_ms"] / it["results"]["pypto"]["median_ms"])
+        mine = "pypto-out" if prealloc else "pypto"
+        assert it["vs_best_peer_pypto"] == mine
+        assert it["vs_numpy"] == pytest.approx(res["numpy"]["median_ms"] / res[mine]["median_ms"])
+        assert it["vs_best_peer_steady"] == pytest.approx(
+            res["numpy"]["steady"]["median_ms"] / res[mine]["steady"]["median_ms"])
 
 
 def test_report_follows_the_schema(report):
     harness.validate_report(report)
+    assert report["format"] == 2 and report["protocol"]["pause_s"] == QUICK["pause_s"]
+    for field in ("form", "steady"):  # a fair report says which form each figure is, and both figures
+        bad = json.loads(json.dumps(report))
+        del bad["items"][1]["results"]["numpy"][field]
+        with pytest.raises(jsonschema.ValidationError):
+            harness.validate_report(bad)
     bad = json.loads(json.dumps(report))
     bad["items"][0]["results"]["pypto"]["median_ms"] = -1.0
     with pytest.raises(jsonschema.ValidationError):
@@ -96,12 +113,13 @@ def test_ops_without_a_fast_numpy_form_use_the_reference():
 def test_markdown_and_text_tables(report):
     md = harness.markdown(report)
     lines = md.splitlines()
-    assert lines[0].startswith("| op | shape | pypto | numpy |")
-    assert len(lines) == 2 + len(report["items"])
+    assert lines[0].startswith("| op | shape | pypto | pypto-out | numpy |")
+    assert lines[2 + len(report["items"]):] == ["", harness.NOTE]
     assert lines[2].startswith("| softmax | R=8,C=33 | ")
     assert lines[2].rstrip(" |").endswith("x")  # the vs-NumPy ratio
+    assert " / " in lines[2].split("|")[3] and lines[3].split("|")[5].strip().endswith("†")
     text = harness.text_table(report)
-    assert "PyPTO vs best peer (numpy)" in text
+    assert "PyPTO [pypto] vs best peer (numpy)" in text and "PyPTO [pypto-out] vs best peer" in text
 
 
 def test_speedup_chart_is_a_png(report, tmp_path):
@@ -271,3 +289,162 @@ def test_suite_items_hold_only_what_the_bench_reads(tmp_path):
                                          "peer": {"name": "somebody", "ms": 1.0}}]}))
     with pytest.raises(ParamError, match="'peer'"):
         harness.load_suite(str(path))
+
+
+# -- the fair protocol ----------------------------------------------------------------------------
+
+class Script:
+    """A fake clock and sleep, and candidates that log each call: the order of events is checked."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.log = []
+
+    def clock(self):
+        self.log.append("clock")
+        return self.now
+
+    def sleep(self, s):
+        self.log.append(("pause", s))
+        self.now += s
+
+    def candidate(self, name, ms):
+        def call():
+            self.log.append(name)
+            self.now += ms / 1000.0
+        return call
+
+
+def test_measure_pauses_then_calls_the_same_candidate_untimed_then_times_it_rotating():
+    from pypto.infra.timing import measure
+
+    sc = Script()
+    fns = {"a": sc.candidate("a", 5.0), "b": sc.candidate("b", 10.0), "c": sc.candidate("c", 1.0)}
+    res = measure(fns, pause_s=0.3, min_rounds=3, max_rounds=3, warmup=1, block_calls=2,
+                  min_block_ms=0.0, max_block_ms=1e9, clock=sc.clock, sleep=sc.sleep)
+    # Warm-up: each candidate once, then once timed to size its steady block (2 calls here).
+    warm = ["a", "clock", "a", "clock", "b", "clock", "b", "clock", "c", "clock", "c", "clock"]
+    assert sc.log[:len(warm)] == warm
+    rest = sc.log[len(warm) + 1:]          # (+1: the clock read that starts the budget)
+    turn = len([("pause", 0.3), "x", "clock", "x", "clock", "x", "x", "clock"])
+    assert len(rest) == 9 * turn
+    order = []
+    for i in range(9):
+        t = rest[i * turn:(i + 1) * turn]
+        n = t[1]
+        # pause, the untimed call, then the timed single call, then the block of back-to-back calls
+        assert t == [("pause", 0.3), n, "clock", n, "clock", n, n, "clock"], t
+        order.append(n)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]  # each round starts one further
+    assert res["b"].single.median == pytest.approx(10.0) and res["b"].steady.median == pytest.approx(10.0)
+    assert res["a"].calls == 2 and len(res["c"].single.samples) == 3
+
+
+def test_measure_pauses_only_where_the_library_changes_when_told_the_libraries():
+    from pypto.infra.timing import measure
+
+    sc = Script()
+    fns = {n: sc.candidate(n, 1.0) for n in ("k1", "k2", "np")}
+    measure(fns, pause_s=0.3, min_rounds=2, max_rounds=2, block_calls=1, min_block_ms=0.0,
+            groups={"k1": "halide", "k2": "halide", "np": "numpy"}, clock=sc.clock, sleep=sc.sleep)
+    timed = sc.log[sc.log.index("clock", 12) + 1:]
+    seq = [ev for ev in timed if ev != "clock"]
+    # Round 0 runs k1 k2 np: pauses before k1 (the first) and np, not k2 (k1's library). Round 1
+    # runs k2 np k1: every turn changes library (np ran last in round 0), so each pauses.
+    pauses_before = [seq[i + 1] for i, ev in enumerate(seq) if isinstance(ev, tuple)]
+    assert pauses_before == ["k1", "np", "k2", "np", "k1"]
+
+
+def test_the_bench_times_every_candidate_with_pauses_and_both_figures(monkeypatch):
+    import pypto.infra.timing as timing
+
+    seen = {}
+    real = timing.measure
+
+    def spy(fns, **kw):
+        seen.update(kw, names=sorted(fns))
+        return real(fns, **kw)
+
+    monkeypatch.setattr(timing, "measure", spy)
+    rec = harness.run_item(Item("matmul", "M=9,K=7,N=5"), compare={"numpy"},
+                           timing={"min_rounds": 2, "max_rounds": 2, "torch_policies": False})
+    assert seen["pause_s"] >= 0.3 and "groups" not in seen  # a pause before every candidate
+    assert seen["names"] == ["numpy", "pypto", "pypto-out"]
+    assert rec["results"]["numpy"]["n"] == 2
+
+
+def test_ratios_set_pypto_beside_each_peer_in_the_peers_form():
+    def r(ms, steady, form):
+        return {"median_ms": ms, "steady": {"median_ms": steady}, "form": form}
+    res = {"pypto": r(4.0, 3.0, "fresh output"), "pypto-out": r(2.0, 1.5, "preallocated output"),
+           "numpy": r(3.0, 3.0, "preallocated output"), "torch": r(5.0, 1.0, "fresh output")}
+    s = harness.summarize(res)
+    assert s["best_peer"] == "numpy" and s["vs_best_peer_pypto"] == "pypto-out"
+    assert s["vs_best_peer"] == pytest.approx(3.0 / 2.0) and s["vs_numpy"] == pytest.approx(1.5)
+    assert s["best_peer_steady"] == "torch" and s["vs_best_peer_steady"] == pytest.approx(1.0 / 3.0)
+    assert s["pypto_ms"] == 4.0 and s["pypto_steady_ms"] == 3.0
+
+
+def _fake_other(single_ms=None, error=None):
+    calls = []
+
+    def measure_other(op, dtypes, params, dims, *, names=("torch",), seed=0, timing=None,
+                      policy=None, timeout=600.0):
+        calls.append({"op": op, "dims": dict(dims), "names": list(names), "timing": dict(timing or {})})
+        if error:
+            return {n: {"policy": "PASSIVE", "error": error} for n in names}
+        fig = {"median_ms": single_ms, "min_ms": single_ms, "spread": 0.0, "n": 3}
+        return {n: {"policy": "PASSIVE", "single": fig, "steady": {**fig, "calls": 5},
+                    "max_rel_error": 0.0} for n in names}
+    return measure_other, calls
+
+
+@pytest.mark.skipif(not peers.torch_available(), reason="needs PyTorch")
+@pytest.mark.parametrize("case", ["passive faster", "default faster", "child failed"])
+def test_torch_is_measured_under_both_wait_policies_and_the_better_kept(monkeypatch, case):
+    from pypto.bench import torch_policy
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    fake, calls = _fake_other(single_ms={"passive faster": 1e-6, "default faster": 1e6}.get(case),
+                              error="boom" if case == "child failed" else None)
+    monkeypatch.setattr(torch_policy, "measure_other", fake)
+    rec = harness.run_item(Item("softmax", "R=8,C=33"), compare={"torch"},
+                           timing={"min_rounds": 2, "max_rounds": 2, "pause_s": 0.05})
+    assert calls and calls[0]["names"] == ["torch"] and calls[0]["dims"] == {"R": 8, "C": 33}
+    assert calls[0]["timing"]["pause_s"] == 0.05  # the child follows the same protocol
+    t = rec["results"]["torch"]
+    assert set(t["policies"]) == {"default", "PASSIVE"}
+    if case == "passive faster":
+        assert t["omp_wait_policy"] == "PASSIVE" and t["median_ms"] == 1e-6
+        assert "OMP_WAIT_POLICY=PASSIVE" in t["label"] and t["steady"]["calls"] == 5
+    else:
+        assert t["omp_wait_policy"] == "default" and t["median_ms"] < 1e6
+        assert "default OpenMP wait policy" in t["label"]
+    if case == "child failed":
+        assert t["policies"]["PASSIVE"] == {"error": "boom"}
+    harness.validate_report({**harness.new_report({"torch"}), "items": [rec]})
+
+
+def test_the_other_wait_policy_is_the_passive_one_unless_this_process_runs_passive(monkeypatch):
+    from pypto.bench import torch_policy
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert torch_policy.other_policy() == "PASSIVE"
+    assert torch_policy.child_env("PASSIVE")["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert torch_policy.other_policy() == "default"
+    assert "OMP_WAIT_POLICY" not in torch_policy.child_env("default")
+
+
+@pytest.mark.skipif(not peers.torch_available(), reason="needs PyTorch")
+def test_the_child_process_measures_torch_with_the_policy_it_was_given():
+    from pypto.bench import torch_policy
+
+    ctx = Context(Item("softmax", "R=8,C=33"))
+    got = torch_policy.measure_other("softmax", ctx.dtypes, ctx.params, ctx.dims, names=["torch"],
+                                     policy="PASSIVE", timeout=300,
+                                     timing={"min_rounds": 2, "max_rounds": 2, "pause_s": 0.01})
+    t = got["torch"]
+    assert "error" not in t, t
+    assert t["policy"] == "PASSIVE" and t["seen_policy"] == "PASSIVE"
+    assert t["single"]["n"] == 2 and t["steady"]["median_ms"] > 0 and t["max_rel_error"] < 1e-5
