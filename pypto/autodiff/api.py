@@ -156,7 +156,18 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         grads = _finish(grads, args, nums, nested)
         return value, (grads[0] if single else tuple(grads))
 
+    _traceable(run, fn, label, argnums)
     return run
+
+
+def _traceable(run, fn, label, argnums) -> None:
+    """Lets ``pypto.tune(run, *arrays)`` trace the very program ``run`` compiles (value and
+    gradients), so the tuned winner is found by its later calls."""
+    def body(*targs):
+        nums = _argnums(argnums, len(targs), label)
+        return _traced(fn, label, "value_and_grad", nums, tuple(targs), None)
+
+    run.__pypto_traceable__ = body
 
 
 def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -174,6 +185,7 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     def run(*args):
         return vg(*args)[1]
 
+    run.__pypto_traceable__ = vg.__pypto_traceable__
     return run
 
 
@@ -226,3 +238,39 @@ def vjp_arrays(fn: Callable, args: Sequence, cts: Sequence, argnums: Sequence[in
     nums = tuple(argnums)
     _, grads = _program(fn, "vjp", nums)(tuple(args), list(cts))
     return _finish(grads, args, nums, False)
+
+
+def vjp_traceable(fn: Callable, n_args: int, argnums: Sequence[int]) -> Callable:
+    """The body of the program :func:`vjp_arrays` (and so the PyTorch bridge's backward) runs for
+    ``fn``: called with ``n_args`` arguments then one gradient per output, it returns the
+    gradients. Traced by ``pypto.tune``/``pypto tune --grad``, it gives the very graph the
+    backward compiles, so a tuned winner is found by later backward calls."""
+    label = _label(fn)
+    nums = tuple(argnums)
+
+    def body(*targs):
+        return _traced(fn, label, "vjp", nums, tuple(targs[:n_args]), list(targs[n_args:]))
+
+    body.__name__ = f"vjp_{label}"
+    return body
+
+
+def backward_program(op, dims, dtypes: Sequence[str], params=None):
+    """The backward program of ``op``'s public call at the canonical shape ``dims``: a graph op
+    whose inputs are the op's arrays and its output gradients and whose outputs are the
+    gradients of its float inputs (what ``pypto.torch.op(op)`` runs in ``backward``)."""
+    from ..frontend.programs import trace_graph_op
+    from ..infra.inputs import make_inputs
+
+    params = dict(params or {})
+    arrays = make_inputs(op, tuple(dtypes), dims, op.resolve_params(params))
+    outs = op(*arrays, **params)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    rng = np.random.default_rng(5)
+    cts = [rng.uniform(-1, 1, np.shape(o)).astype(np.asarray(o).dtype) for o in outs]
+    nums = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
+    if not nums:
+        raise NotDifferentiableError(f"{op.name} has no float input to differentiate")
+    fn = functools.partial(op, **params) if params else op
+    body = vjp_traceable(fn, len(arrays), nums)
+    return trace_graph_op(body, [*arrays, *cts])

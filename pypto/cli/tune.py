@@ -91,9 +91,12 @@ def _check_registered(name, where: str) -> None:
 @click.option("--no-write", is_flag=True, help="Do not write the database.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--json", "json_out", default=None, type=click.Path(), help="Write results as JSON.")
+@click.option("--grad", is_flag=True,
+              help="Tune OP's backward: the program pypto.torch.op(OP) runs in backward (the op's "
+                   "public call on arrays of --shape, then the gradients of its float inputs).")
 @click.option("--worker-only", is_flag=True, hidden=True)
 def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_dir, sampler, seed,
-         n_jobs, suite, baselines, no_write, no_progress, json_out, worker_only):
+         n_jobs, suite, baselines, no_write, no_progress, json_out, grad, worker_only):
     """Tune OP (a built-in op, path/file.py:NAME or package.module:NAME) for one or more shapes."""
     from ..infra.inputs import parse_shape
 
@@ -119,11 +122,16 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
     else:
         raise click.UsageError("give OP (with --shape) or --suite FILE")
     base = tuple(b for b in baselines.split(",") if b and b != "none")
+    if grad:
+        jobs = [_grad_job(*job) for job in jobs]
+        base = tuple(b for b in base if b in ("default", "unfused")) + (
+            ("unfused",) if "unfused" not in base else ())
     secs = parse_duration(timeout)
     db_dir = db_dir or default_db()
     results = []
     for spec, shape, dt, ps in jobs:
-        cfg = TuneConfig(op=spec, shape=shape, dtypes=_dtypes(spec, dt), params=ps, target=target,
+        dts = dt if isinstance(dt, tuple) else _dtypes(spec, dt)
+        cfg = TuneConfig(op=spec, shape=shape, dtypes=dts, params=ps, target=target,
                          trials=trials, timeout_s=secs, storage=storage, db=db_dir, sampler=sampler,
                          seed=seed, baselines=base, write_db=not no_write,
                          progress=not no_progress and not worker_only)
@@ -159,6 +167,25 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
     if json_out:
         with open(json_out, "w") as f:
             json.dump(results, f, indent=1, sort_keys=True)
+
+
+def _grad_job(spec, shape, dt, ps):
+    """(graph spec, its shape, dtypes, params) of the backward program of op ``spec``."""
+    from ..autodiff.api import backward_program
+    from ..frontend import serial
+    from ..ops._load import resolve_op
+
+    op = resolve_op(spec)
+    dtypes = _dtypes(spec, dt) or op.dtypes[0]
+    missing = [d for d in op.input_dims if d not in shape]
+    if missing:
+        raise click.UsageError(f"--grad: give every input dim of {op.name} in --shape "
+                               f"(missing {', '.join(missing)})")
+    g = backward_program(op, shape, dtypes, ps)
+    click.echo(f"{op.name} backward at {','.join(f'{k}={v}' for k, v in shape.items())}: "
+               f"program {g.name} ({len(g.graph.nodes)} nodes)")
+    return (serial.save(g.graph, name=g.name), {d: g.call_dims[d] for d in g.input_dims},
+            g.dtypes[0], {})
 
 
 def default_db() -> str:

@@ -524,6 +524,14 @@ def is_pointwise(op: Op, dtypes, params) -> bool:
 
 # -- the graph op -----------------------------------------------------------------------------------
 
+def _as_outputs(graph: Graph, values: list):
+    """The reference's values in the graph op's output form (a 0-d value is a 1-element 1-D
+    output, as the kernel writes it)."""
+    outs = [np.asarray(v).reshape(dom(node.outs[k][0])) for v, (node, k) in
+            zip(values, graph.outputs)]
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
 class GraphOp(Op):
     """A traced segment as an op: inputs ``i0..``, outputs ``o0..``, every dim named per axis
     (``I0_1`` is axis 1 of input 0). ``call_dims`` holds the extents of every dim."""
@@ -570,8 +578,7 @@ class GraphOp(Op):
 
         super().__init__(name=name or f"g_{graph.key}", category="program", algorithm=algorithm,
                          inputs=inputs, outputs=outputs, dtypes=[sig],
-                         reference=lambda *a: tuple(graph.reference(*a)) if len(
-                             graph.outputs) > 1 else graph.reference(*a)[0],
+                         reference=lambda *a: _as_outputs(graph, graph.reference(*a)),
                          derive=derive if fixed else None,
                          doc=doc or f"a traced program of {len(graph.nodes)} nodes")
         self.schedule_template = fused_schedule

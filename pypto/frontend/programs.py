@@ -37,8 +37,10 @@ def trace_graph_op(fn: Callable, inputs: Sequence[Any], kwargs: Mapping | None =
     from .composite import CompositeOp
     from .jit import JitFunction
 
-    body = fn.implementation() if isinstance(fn, CompositeOp) else (
-        fn.fn if isinstance(fn, JitFunction) else fn)
+    # A function that runs a program of its own (pypto.grad's) says how to trace that program.
+    body = getattr(fn, "__pypto_traceable__", None) or (
+        fn.implementation() if isinstance(fn, CompositeOp) else (
+            fn.fn if isinstance(fn, JitFunction) else fn))
     label = getattr(fn, "name", getattr(fn, "__name__", "fn"))
     ctx = T.TraceContext(fullgraph=True, name=label)
     token = T.activate(ctx)

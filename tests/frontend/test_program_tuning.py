@@ -76,6 +76,53 @@ def test_a_composite_op_tuned_on_the_cli_is_used_in_a_fresh_process(user_db, tmp
     assert f"schedule database {user_db}" in call.stdout and "(exact)" in call.stdout
 
 
+def test_a_tuned_gradient_function_is_found_by_its_next_call(user_db, tmp_path):
+    o = pypto.ops
+
+    def loss(w, x):
+        return (o.tanh(x @ w) ** 2).mean()
+
+    rng = np.random.default_rng(2)
+    w, x = rng.random((16, 8), np.float32), rng.random((32, 16), np.float32)
+    g = pypto.grad(loss)
+    res = pypto.tune(g, w, x, trials=2, storage=f"sqlite:///{tmp_path / 'g.db'}",
+                     baselines=("unfused",), say=lambda s: None)
+    assert res.written, res.message
+    t = np.tanh(x.astype(np.float64) @ w)
+    want = x.T @ (2 * t * (1 - t * t)) / t.size
+    np.testing.assert_allclose(g(w, x), want, rtol=1e-4, atol=1e-6)
+    from pypto.frontend import jit as J   # noqa: F401  (the module, for its kernel table)
+    import importlib
+    kernels = importlib.import_module("pypto.frontend.jit")._kernels.values()
+    assert any(k.source.startswith(f"database {user_db}") for _, k in kernels)
+
+
+def test_tune_grad_on_the_cli_tunes_the_backward_the_torch_bridge_runs(user_db, tmp_path):
+    tune = subprocess.run(
+        [sys.executable, "-m", "pypto.cli.main", "tune", "softmax", "--shape", "R=16,C=32",
+         "--grad", "--trials", "2", "--baselines", "none", "--no-progress", "--storage",
+         f"sqlite:///{tmp_path / 't.db'}"], cwd=tmp_path, env=dict(os.environ),
+        capture_output=True, text=True, timeout=600)
+    assert tune.returncode == 0, tune.stdout + tune.stderr
+    assert "softmax backward at R=16,C=32: program g_" in tune.stdout
+    name = tune.stdout.split("program ")[1].split()[0]
+    assert list(user_db.rglob(f"{name}.json"))
+    from pypto.autodiff.api import backward_program, vjp_arrays
+    import importlib
+    J = importlib.import_module("pypto.frontend.jit")
+    op = pypto.get_op("softmax")
+    assert backward_program(op, {"R": 16, "C": 32}, ("float32",)).name == name
+    x = np.random.default_rng(3).random((16, 32), np.float32)
+    ct = np.random.default_rng(4).random((16, 32), np.float32)
+    (gx,) = vjp_arrays(op, [x], [ct], [0])
+    s = np.exp(x - x.max(1, keepdims=True))
+    s /= s.sum(1, keepdims=True)
+    np.testing.assert_allclose(gx, s * (ct - (ct * s).sum(1, keepdims=True)), rtol=1e-4,
+                               atol=1e-6)
+    assert any(op_.name == name and k.source.startswith(f"database {user_db}")
+               for op_, k in J._kernels.values())
+
+
 @pytest.mark.parametrize("target", ["cuda", "opencl"])
 def test_a_composite_op_builds_for_gpu_targets(tmp_path, target):
     (tmp_path / "my_ops.py").write_text(MY_OPS)
