@@ -251,6 +251,13 @@ CASES = {
 }
 
 
+#: Cases where torch differentiates only some arguments (class and element weights are
+#: constants to torch): the arguments compared.
+TORCH_ARGS = {"binary_cross_entropy": (0, 1), "binary_cross_entropy_with_logits": (0, 1),
+              "cross_entropy": (0,), "cross_entropy[smoothing]": (0,), "nll_loss": (0,),
+              "nll_loss[none]": (0,)}
+
+
 def op_of(case: str) -> str:
     return case.split("[")[0]
 
