@@ -63,9 +63,10 @@ class Evaluator:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        # A PyTorch peer's OpenMP threads would otherwise spin after each call and slow the Halide
-        # candidate timed next; passive waiting keeps side-by-side timings honest.
-        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # The worker runs with the user's OpenMP wait policy (the default unless they set one):
+        # its PyTorch baseline is measured with that policy and, in a child process, with the
+        # other (pypto.bench.torch_policy), the better kept. Spinning threads cannot slow the
+        # next candidate: the side-by-side timing pauses where the library changes.
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "autotune.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=log, env=env,
@@ -168,7 +169,9 @@ class Evaluator:
 
     def compare(self, schedules: dict[str, dict], *, numpy: bool = True,
                 timing: dict | None = None, timeout: float = 900.0) -> dict[str, Any]:
-        """Side-by-side timing of several schedules (and the NumPy reference) in one process."""
+        """Side-by-side timing of several schedules in one process, with the fair protocol; with
+        ``numpy``, also the peers users would run instead: NumPy's fast form (the one ``pypto
+        bench`` times) and PyTorch eager under both OpenMP wait policies (see the worker)."""
         if self.proc is None:
             self._start()
         try:

@@ -4,9 +4,16 @@ Stages, each narrow: the space samples a schedule; the worker compiles it, check
 NumPy reference and times it interleaved with the current best; Optuna records the result. The
 default schedule and Halide's autoschedulers are measured first and stored in the study as
 completed trials (without knob values), so the result is never worse than the best of them. At the
-end the top candidates, the baselines and NumPy are re-measured side by side, and the winner goes
-to the schedule database only if it beats the entry already there and the default by more than
-the measured spread (``verdict.py``: re-measured with more rounds while the intervals overlap).
+end the top candidates, the baselines and the peers users would run instead (NumPy's fast form and
+PyTorch eager under both OpenMP wait policies, as ``pypto bench`` times them) are re-measured side
+by side with the fair protocol, and the winner goes to the schedule database only if it beats the
+entry already there and the default by more than the measured spread (``verdict.py``: re-measured
+with more rounds while the intervals overlap).
+
+With no exact entry for the tuned shape, what lookup would pick there (the nearest entry) is timed
+in that final table too, as ``nearest``. If it loses to the default by more than the spread, and
+it lives in the database this run writes (never the shipped one), it gets a ``slower_at`` record
+for this shape (``record_slower``), so calls stop picking it here.
 
 ``--trials`` counts search trials that reached a verdict (``finished_trials``); a trial cut short
 by a kill or Ctrl-C is queued again, and queued trials left once the budget is met are dropped.
@@ -30,7 +37,7 @@ import optuna
 from pypto.compiler import targets
 from pypto.compiler.lower import build, fingerprint
 from pypto.database import DirectoryDatabase, Entry, Key, provenance
-from pypto.database.lookup import distance, write_root
+from pypto.database.lookup import SHIPPED, distance, lookup, record_slower, write_root
 from pypto.errors import PyptoError, TargetError
 from pypto.infra.inputs import complete_dims
 from pypto.ops._load import resolve_op
@@ -395,6 +402,40 @@ class Tuner:
                 self._drop_waiting(study)
             return self._finish(study, ev) if final else None
 
+    def _nearest(self):
+        """What lookup would pick for this shape when there is no exact entry: a near entry
+        (a ``Found``), or None (the default, or an exact entry in another database)."""
+        try:
+            found = lookup(self.op, self.fp, self.dtypes, self.params, self.dims, self.target)
+        except PyptoError:
+            return None
+        if found is None or found.distance == 0:
+            return None
+        return found
+
+    def _judge_nearest(self, found, db, table, remeasure_fn) -> None:
+        """Records that the nearest entry ``found`` lost to the default at this shape, when the
+        verdict's rule says so and it lives in the database this run writes (never the shipped
+        one). The rule is :func:`decide` with the default as the challenger."""
+        verdict = decide(table, "default", ["nearest"], remeasure_fn)
+        if not verdict.store:
+            self.say(f"nearest entry ({found.source}): not slower than the default here")
+            return
+        where = os.path.realpath(found.database)
+        writable = (self.cfg.write_db and where == os.path.realpath(str(db.root))
+                    and where != os.path.realpath(str(SHIPPED)))
+        if not writable:
+            self.say(f"nearest entry ({found.source}) is slower than the default here "
+                     f"({verdict.rule}); it lives in a database this run does not write, so "
+                     f"nothing is recorded")
+            return
+        done = record_slower(db, found.entry.key, found.entry.schedule.hash, self.key_dims,
+                             time_ms=table["nearest"]["median_ms"], default_ms=table["default"]["median_ms"],
+                             method="tune")
+        self.say(f"nearest entry ({found.source}) is slower than the default here ({verdict.rule}); "
+                 + ("recorded, lookup skips it at this shape now" if done else
+                    "it changed meanwhile, nothing recorded"))
+
     def _requeue_interrupted(self, study) -> None:
         """Queues again the knob values of this tuner's trials cut short by Ctrl-C (Optuna fails
         them), so that a resumed run measures them instead of losing them."""
@@ -424,6 +465,9 @@ class Tuner:
         stored = db.best(key)
         if stored is not None:
             cands["stored"] = stored.schedule.to_json()
+        nearest = self._nearest() if stored is None else None
+        if nearest is not None:
+            cands["nearest"] = nearest.schedule.to_json()
         for t in done:
             if "baseline" in t.user_attrs:
                 cands[t.user_attrs["baseline"]] = json.loads(t.user_attrs["schedule"])
@@ -467,17 +511,24 @@ class Tuner:
 
             verdict = decide(table, winner, ["stored", "default"], remeasure)
             message = "database unchanged (the 'decided' line says why)"
+        if nearest is not None and "nearest" in table and "default" in table:
+            self._judge_nearest(nearest, db, table, remeasure_fn=lambda names, attempt: ev.compare(
+                {n: cands[n] for n in names}, numpy=False, timing=timing_for(attempt)).get("results"))
         if verdict.store and not cfg.write_db:
             message = "not written (--no-write)"
         elif verdict.store:
             base = {n: table[n]["median_ms"] for n in table if n != winner and not n.startswith("tuned")
-                    and n != "stored"}
+                    and n not in ("stored", "nearest")}
+            forms = {n: table[n]["label"] for n in base if table[n].get("label")}
             entry = Entry(key=key, schedule=sched.with_fingerprint(self.fp),
                           time_ms=table[winner]["median_ms"], baselines=base,
                           provenance=provenance(
                               method="tune" if winner.startswith("tuned") else f"baseline:{winner}",
                               target=str(self.target), trials=len(finished_trials(study)),
-                              sampler=cfg.sampler, seed=cfg.seed, study=self.name))
+                              sampler=cfg.sampler, seed=cfg.seed, study=self.name,
+                              baseline_forms=forms,
+                              timing="fair protocol (pause where the library changes, untimed call "
+                                     "first, rotating); steady-state medians"))
             other = store_winner(db, entry, stored)
             written = other is None
             message = (f"stored in {db.path(self.op.name, self.family)}" if written else

@@ -9,7 +9,7 @@ Requests:
    "seed": INT, "memory_mb": INT|null}
   {"cmd": "eval", "schedule": {...}, "incumbent": {...}|null, "prune_ms": FLOAT|null,
    "timing": {...}, "inject": null}
-  {"cmd": "compare", "schedules": {NAME: {...}}, "numpy": BOOL, "timing": {...}}
+  {"cmd": "compare", "schedules": {NAME: {...}}, "numpy": BOOL, "torch": BOOL, "timing": {...}}
 Replies to eval: {"phase": "compiled", "compile_s": F} then the result object.
 
 ``inject`` ("segfault", "abort", "hang", "hang_compile", "oom", "wrong") makes the worker misbehave
@@ -67,7 +67,7 @@ class Worker:
         want = list(want) if isinstance(want, tuple) else [want]
         want = [np.asarray(w) for w in want]
         self.ctx = dict(op=op, dtypes=dtypes, params=params, dims=dims, target=target,
-                        arrays=arrays, want=want)
+                        arrays=arrays, want=want, spec=req["op"], seed=req.get("seed", 0))
         self.compiled.clear()
         return {"ok": True, "setup_s": time.perf_counter() - t0}
 
@@ -200,9 +200,17 @@ class Worker:
         return {"status": "ok", "schedule": s.to_json(), "seconds": time.perf_counter() - t0}
 
     def compare(self, req):
-        from pypto.infra.timing import compare
+        """Schedules side by side, with the peers users would run instead (see ``_peers``).
 
-        fns, errors = {}, {}
+        The fair protocol (:func:`pypto.infra.timing.measure`): a pause where the library changes
+        and an untimed call of the same candidate before each turn, the order rotating. The
+        tuner decides on the steady state (``median_ms``: the mean call of a block of
+        back-to-back calls, median over rounds); the single-call figures come along
+        (``single_ms``).
+        """
+        from pypto.infra.timing import measure
+
+        fns, errors, groups = {}, {}, {}
         for name, sched in req["schedules"].items():
             try:
                 kernel, _ = self._kernel(sched)
@@ -213,26 +221,110 @@ class Worker:
                 errors[name] = problem
                 continue
             fns[name] = self._runner(kernel)[0]
-        c = self.ctx
-        if req.get("numpy"):
-            fns["numpy"] = lambda: c["op"].kernel_ref(*c["arrays"], **c["params"])
-        if req.get("torch", True):
-            from pypto.bench.peers import torch_output, torch_peer
+            groups[name] = "halide"
+        labels = self._peers(req, fns, groups, errors)
+        t = {**COMPARE_TIMING, **(req.get("timing") or {})}
+        kw = {k: t[k] for k in _MEASURE_KEYS if k in t}
+        with _measure_lock():
+            res = measure(fns, groups=groups, **kw)
+            other = self._torch_other(kw) if "torch" in res else {}
+        results = {}
+        for n, r in res.items():
+            results[n] = _row(r.to_json())
+            if n in labels:
+                results[n].update(labels[n])
+        if "torch" in results:
+            _keep_better_policy(results, other.get("torch"))
+        return {"results": results, "errors": errors}
 
-            peer = torch_peer(c["op"].name, c["arrays"], c["params"])
+    def _peers(self, req, fns, groups, errors) -> dict[str, dict]:
+        """Adds the peers to ``fns``: NumPy's fast form (``pypto.bench.peers.numpy_peer``, the one
+        ``pypto bench`` times, not the float64 reference) and PyTorch eager, each checked against
+        the reference first. Returns their labels and forms."""
+        import numpy as np
+
+        from pypto.bench import peers
+
+        c = self.ctx
+        labels = {}
+        if req.get("numpy"):
+            fn, label = peers.numpy_peer(c["op"].name, c["arrays"], c["params"])
+            try:
+                got = fn()
+                got = [np.asarray(g) for g in (got if isinstance(got, (tuple, list)) else (got,))]
+                problem = _peer_mismatch(got, c["want"])
+            except Exception as e:  # a peer that cannot run is reported, not fatal
+                problem = f"{type(e).__name__}: {e}"
+            if problem:
+                errors["numpy"] = problem
+            else:
+                fns["numpy"], groups["numpy"] = fn, "numpy"
+                labels["numpy"] = {"label": label, "form": peers.form(fn)}
+        if req.get("torch", req.get("numpy")):
+            from pypto.bench.torch_policy import current_policy
+
+            peer = peers.torch_peer(c["op"].name, c["arrays"], c["params"])
             if peer is not None:
-                got = torch_output(peer)
-                problem = next((p for p in (_mismatch(g.reshape(w.shape) if g.size == w.size else g, w)
-                                            for g, w in zip(got, c["want"])) if p), None)
+                problem = _peer_mismatch(peers.torch_output(peer), c["want"])
                 if problem:
                     errors["torch"] = problem
                 else:
-                    fns["torch"] = peer
-        t = req.get("timing") or {}
-        with _measure_lock():
-            res = compare(fns, min_rounds=t.get("min_rounds", 7), max_rounds=t.get("max_rounds", 31),
-                          target_spread=t.get("target_spread", 0.03), budget_s=t.get("budget_s", 60.0))
-        return {"results": {n: r.to_json() for n, r in res.items()}, "errors": errors}
+                    fns["torch"], groups["torch"] = peer, "torch"
+                    labels["torch"] = {"label": "torch eager", "form": peers.FRESH,
+                                       "omp_wait_policy": current_policy()}
+        return labels
+
+    def _torch_other(self, timing) -> dict[str, dict]:
+        """PyTorch eager under the other OpenMP wait policy, in a child process (the policy is read
+        once, when torch starts): ``pypto.bench.torch_policy``."""
+        from pypto.bench import torch_policy
+
+        c = self.ctx
+        return torch_policy.measure_other(c["spec"], c["dtypes"], c["params"], c["dims"],
+                                          names=["torch"], seed=c["seed"], timing=timing)
+
+
+#: The final table's protocol (``measure``'s arguments); a request's ``timing`` overrides them.
+COMPARE_TIMING = {"pause_s": 0.3, "min_rounds": 7, "max_rounds": 31, "target_spread": 0.03,
+                  "budget_s": 60.0}
+_MEASURE_KEYS = ("pause_s", "min_rounds", "max_rounds", "target_spread", "budget_s", "warmup",
+                 "block_calls", "min_block_ms", "max_block_ms")
+
+
+def _row(fair: dict) -> dict:
+    """One table row from ``Fair.to_json()``: the steady state decides, the single call comes along."""
+    st, si = fair["steady"], fair["single"]
+    return {"median_ms": st["median_ms"], "min_ms": st["min_ms"], "spread": st["spread"], "n": st["n"],
+            "calls": st["calls"], "single_ms": si["median_ms"], "single_spread": si["spread"]}
+
+
+def _keep_better_policy(results: dict, other: dict | None) -> None:
+    """Keeps, for the torch row, the OpenMP wait policy with the better steady state; records both."""
+    mine = results["torch"]
+    here = mine.get("omp_wait_policy", "default")
+    policies = {here: {"median_ms": mine["median_ms"], "single_ms": mine["single_ms"]}}
+    if other is None:
+        other = {"policy": "other", "error": "not measured"}
+    if "error" in other:
+        policies[other.get("policy", "other")] = {"error": str(other["error"])[:300]}
+    else:
+        policies[other["policy"]] = {"median_ms": other["steady"]["median_ms"],
+                                     "single_ms": other["single"]["median_ms"]}
+        if other["steady"]["median_ms"] < mine["median_ms"]:
+            results["torch"] = mine = {**mine, **_row(other), "omp_wait_policy": other["policy"]}
+    mine["policies"] = policies
+    mine["label"] = f"torch eager (OMP_WAIT_POLICY={mine['omp_wait_policy']})"
+
+
+def _peer_mismatch(got, want) -> str | None:
+    """Why a peer's outputs differ from the reference (same-sized shapes are compared reshaped)."""
+    if len(got) != len(want):
+        return f"returned {len(got)} outputs, the reference {len(want)}"
+    for g, w in zip(got, want):
+        problem = _mismatch(g.reshape(w.shape) if g.size == w.size else g, w)
+        if problem:
+            return problem
+    return None
 
 
 def _poison(a) -> None:
