@@ -68,6 +68,11 @@ def _pool_reference(kind, nsp):
                 out = total / sum(_windows(ones, ks, ss, outs))
         out = out.astype(x.dtype)
         return out[0] if unbatched else out
+    if kind == "max":
+        def max_ref(x, kernel_size, stride=None, padding=0):
+            """NumPy max pooling over each window (padding counts as -inf; NaN wins)."""
+            return ref(x, kernel_size, stride, padding)
+        return max_ref
     return ref
 
 
@@ -77,8 +82,9 @@ def _pool_kernel_reference(kind, nsp):
     def kref(x, count_include_pad=True, **p):
         p = {**{f"{a}{sfx}": 1 if a == "stride" else 0 for a in ("stride", "pad")
                 for *_, sfx in _AXES[nsp]}, **p}
+        extra = {} if kind == "max" else {"count_include_pad": count_include_pad}
         return ref(x, per_axis(p, "kernel", nsp), per_axis(p, "stride", nsp),
-                   per_axis(p, "pad", nsp), count_include_pad)
+                   per_axis(p, "pad", nsp), **extra)
     return kref
 
 
