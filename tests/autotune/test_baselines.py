@@ -186,3 +186,94 @@ def test_a_slower_nearest_entry_in_a_database_the_run_does_not_write_is_left_alo
     (planted,) = DirectoryDatabase(other).iter_all()
     assert planted.key == key and planted.slower_at == ()
     assert any("does not write, so nothing is recorded" in s for s in said)
+
+
+# -- old-form baselines in a database: removed or re-measured ----------------------------------------
+
+def _entry(op="matmul", shape=None, params=None, forms=None, baselines=None, dtypes=("float32",) * 2):
+    key = Key.make(op, dtypes, shape or {"M": 8, "K": 8, "N": 8}, params or {},
+                   "x86-64-avx2", "0123456789abcdef")
+    prov = provenance(method="tune", target="host")
+    if forms is not None:
+        prov["baseline_forms"] = forms
+    return Entry(key=key, schedule=Schedule(op, ()), time_ms=1.0,
+                 baselines=baselines or {"numpy": 90.0, "torch": 4.0, "default": 2.0}, provenance=prov)
+
+
+def test_old_form_baselines_are_removed_and_the_provenance_says_why(tmp_path):
+    from autotune.baselines import fix
+
+    db = DirectoryDatabase(tmp_path / "db")
+    old = _entry()
+    new = _entry(shape={"M": 16, "K": 8, "N": 8}, forms={"numpy": "numpy", "torch": "torch eager"})
+    db.commit([old, new])
+    said = []
+    res = fix(db, say=said.append, has_fast_numpy=lambda e: True)
+    assert [(o.names, o.action, o.written) for o in res] == [(["numpy", "torch"], "remove", True)]
+    got = {str(e.key): e for e in db.iter_all()}
+    fixed = got[str(old.key)]
+    assert fixed.baselines == {"default": 2.0}
+    removed = fixed.provenance["baselines_removed"]
+    assert "kernel_ref" in removed["numpy"] and "90 ms" in removed["numpy"]
+    assert "PASSIVE" in removed["torch"] and "too loaded" in removed["torch"]
+    assert got[str(new.key)].to_json() == new.to_json()  # already in the new forms: untouched
+    assert fix(db, say=said.append, has_fast_numpy=lambda e: True) == []  # done once
+
+
+def test_a_numpy_figure_that_is_the_ops_only_numpy_form_stands(tmp_path):
+    from autotune.baselines import fast_numpy_exists, fix
+
+    db = DirectoryDatabase(tmp_path / "db")
+    db.commit([_entry()])
+    res = fix(db, say=lambda s: None, has_fast_numpy=lambda e: False)
+    assert [o.names for o in res] == [["torch"]]
+    (e,) = db.iter_all()
+    assert e.baselines["numpy"] == 90.0 and "torch" not in e.baselines
+    # the real check: matmul has a fast form; a grouped convolution falls back to the reference
+    assert fast_numpy_exists(_entry())
+    conv = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1, "groups": 2}
+    grouped = _entry("conv2d", {"N": 1, "C": 4, "H": 6, "W": 6, "O": 4, "CG": 2, "KH": 3, "KW": 3}, conv,
+                     dtypes=("float32",) * 3)
+    assert not fast_numpy_exists(grouped)
+
+
+class FakeRemeasure:
+    """An evaluator whose compare answers with fixed peer figures."""
+
+    asked = []
+
+    def __init__(self, op, dtypes, params, dims, target):
+        FakeRemeasure.asked.append((op, dict(dims)))
+
+    def compare(self, schedules, numpy=True, timing=None, timeout=0):
+        assert numpy and list(schedules) == ["stored"]
+        row = lambda ms, label: {"median_ms": ms, "min_ms": ms, "spread": 0.0, "n": 7, "label": label}
+        return {"results": {"stored": row(1.1, None), "numpy": row(3.0, "numpy"),
+                            "torch": row(2.5, "torch eager (OMP_WAIT_POLICY=default)")}, "errors": {}}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *e):
+        pass
+
+
+def test_old_form_baselines_can_be_remeasured_with_the_fast_forms(tmp_path):
+    from pypto.compiler import targets
+
+    from autotune.baselines import fix
+
+    db = DirectoryDatabase(tmp_path / "db")
+    e = _entry()
+    e = Entry(key=Key.make(e.key.op, e.key.dtypes, e.key.shape_dict, {}, targets.family(targets.host()),
+                           e.key.fingerprint), schedule=e.schedule, time_ms=1.0, baselines=e.baselines,
+              provenance=e.provenance)
+    db.commit([e])
+    FakeRemeasure.asked = []
+    res = fix(db, remeasure=True, evaluator=FakeRemeasure, has_fast_numpy=lambda e: True, say=lambda s: None)
+    assert [(o.action, o.written) for o in res] == [("remeasure", True)]
+    assert FakeRemeasure.asked == [("matmul", {"M": 8, "K": 8, "N": 8})]
+    (got,) = db.iter_all()
+    assert got.baselines == {"numpy": 3.0, "torch": 2.5, "default": 2.0}
+    assert got.provenance["baseline_forms"]["torch"] == "torch eager (OMP_WAIT_POLICY=default)"
+    assert got.provenance["baselines_remeasured"]["stored_ms"] == 1.1
