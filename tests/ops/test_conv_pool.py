@@ -370,3 +370,43 @@ X3 = np.ones((1, 2, 4, 4, 4), np.float32)
 def test_pool_errors_name_the_problem(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# -- GPU (OpenCL through PoCL): the every-op GPU test runs default parameters (stride 1); the
+# phase-split transposed convolutions and strided, padded windows run here.
+def _opencl():
+    from helpers import opencl_device
+
+    return opencl_device()
+
+
+GPU_CASES = [
+    ("conv_transpose2d", {"stride_h": 2, "stride_w": 3, "pad_h": 1, "out_pad_w": 1, "groups": 2},
+     {"N": 1, "C": 4, "H": 5, "W": 6, "OG": 3, "O": 6, "KH": 4, "KW": 3}),
+    ("conv_transpose1d", {"stride": 2, "pad": 1, "dil": 2},
+     {"N": 2, "C": 3, "L": 7, "OG": 2, "O": 2, "K": 3}),
+    ("conv3d", {"stride_d": 2, "pad_h": 1, "groups": 2},
+     {"N": 1, "C": 4, "D": 5, "H": 6, "W": 7, "O": 4, "CG": 2, "KD": 2, "KH": 3, "KW": 3}),
+    ("avg_pool3d", {"kernel_d": 3, "kernel_h": 3, "kernel_w": 3, "pad_d": 1, "pad_h": 1,
+                    "pad_w": 1, "count_include_pad": False, "stride_w": 2},
+     {"N": 1, "C": 2, "D": 4, "H": 5, "W": 6}),
+    ("max_pool1d", {"kernel": 3, "stride": 2, "pad": 1}, {"N": 2, "C": 3, "L": 11}),
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("name, params, shape", GPU_CASES, ids=[c[0] for c in GPU_CASES])
+def test_strided_and_phased_kernels_on_opencl(name, params, shape):
+    if not _opencl():
+        pytest.skip("needs an OpenCL device (PoCL)")
+    from pypto.infra.inputs import complete_dims, make_inputs
+    from pypto.runtime import observe
+
+    op = pypto.get_op(name)
+    params = op.resolve_params(params)
+    dims = complete_dims(op, shape, params)
+    ins = make_inputs(op, op.dtypes[0], dims, params)
+    with observe() as calls, pypto.target("opencl"):
+        got = op.kernel(*ins, **params)
+    assert "opencl" in calls[-1][4].target
+    assert_close(got, op.kernel_ref(*ins, **params), "float32")
