@@ -12,6 +12,7 @@ input elements in it. Output size per axis: ``(n + 2 pad - k) // stride + 1``. `
 
 from __future__ import annotations
 
+import inspect
 import itertools
 
 import halide as hl
@@ -23,7 +24,7 @@ from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, pe
     zero_padded
 
 _FLOATS = ["float32", "float64"]
-_KERNEL = ("kernel", None, 1, "window size")
+_KERNEL = ("kernel", 1, 1, "window size")   # made required below, as torch's kernel_size
 _STRIDE = ("stride", 1, 1, "step between windows, in inputs")
 _PAD = ("pad", 0, 0, "padding on both sides (at most half the window)")
 _INCLUDE = Param("count_include_pad", bool, True, doc="divide by the whole window, padding included")
@@ -31,7 +32,7 @@ _INCLUDE = Param("count_include_pad", bool, True, doc="divide by the whole windo
 
 def _required_kernel(nsp):
     """axis_params with the window size required (no default)."""
-    ps = axis_params(nsp, ((_KERNEL[0], 1, 1, _KERNEL[3]),))
+    ps = axis_params(nsp, (_KERNEL,))
     return [Param(p.name, int, low=p.low, high=p.high, doc=p.doc) for p in ps]
 
 
@@ -220,8 +221,6 @@ def _declare(kind, nsp, example):
 
 
 def _signature(names):
-    import inspect
-
     kinds = inspect.Parameter
     return inspect.Signature([kinds("x", kinds.POSITIONAL_OR_KEYWORD)]
                              + [kinds(n, kinds.KEYWORD_ONLY) for n in names]
