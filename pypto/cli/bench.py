@@ -74,9 +74,14 @@ def replace_block(path: str, name: str, text: str) -> None:
 @click.option("--overhead", is_flag=True,
               help="Warm-call overhead in microseconds at tiny sizes (add, exp, sum, matmul): the "
                    "kernel alone, the PyPTO call, NumPy and torch; the 10 us target is shown.")
+@click.option("--grad", is_flag=True,
+              help="Forward+backward (value and gradients) of matmul, conv2d, softmax, layer_norm, "
+                   "attention, lstm_cell and an LSTM layer against torch eager autograd (and "
+                   "torch.compile with --compare torch-compile); with --memory also attention's "
+                   "peak memory.")
 def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_autoschedule_missing,
           roofline, memory, compile_cost, quick, json_out, from_json, plot, roofline_plot, markdown, readme,
-          no_progress, programs, overhead):
+          no_progress, programs, overhead, grad):
     """Measure OPS (default: the whole suite) side by side with their peers, verified first.
 
     Every implementation's output is compared with the op's NumPy reference before it is timed;
@@ -86,6 +91,13 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     """
     if overhead:
         _overhead(quick, json_out, "torch" in compare)
+        return
+    if grad:
+        from ..bench import training
+
+        training.main((["--quick"] if quick else []) + (["--memory"] if memory else [])
+                      + (["--json", json_out] if json_out else [])
+                      + (["--torch-compile"] if "torch-compile" in compare else []))
         return
     if programs:
         from ..bench import programs as progs
