@@ -264,7 +264,7 @@ def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]
     dt = time.perf_counter() - t0
     try:
         out.update(_user_candidates(ctx, f"PyPTO ({chosen.source})", dt))
-    except PyptoError as e:
+    except Exception as e:  # a public call that fails here is reported (and never timed), not fatal
         out["pypto"] = _failed("PyPTO", e)
     if chosen.source != "default":
         built = build(ctx.op, ctx.dtypes, ctx.params)
