@@ -35,6 +35,14 @@ def ones(shape, dtype) -> T.Tensor:
     return o.broadcast_to(tuple(shape)) if tuple(shape) else o
 
 
+def total(t: T.Tensor, axis, keepdims: bool = False) -> T.Tensor:
+    """``t.sum(axis, keepdims)``; float16 is summed in float32 (the ``sum`` op has no float16),
+    as PyTorch accumulates it, and rounded back once."""
+    if t.dtype == np.float16:
+        return t.astype(np.float32).sum(axis=axis, keepdims=keepdims).astype(np.float16)
+    return t.sum(axis=axis, keepdims=keepdims)
+
+
 def where_mask(mask: np.ndarray, a: T.Tensor, fill: float = 0.0) -> T.Tensor:
     """``a`` where the constant NumPy ``mask`` (broadcast to ``a``) holds, ``fill`` elsewhere."""
     from .. import ops

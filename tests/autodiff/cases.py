@@ -106,7 +106,7 @@ CASES = {
     "logaddexp2": (o.logaddexp2, [_X, normal(2, 1)]),
     "fmod": (o.fmod, [_FA.astype(np.float32), _FB.astype(np.float32)]),      # no float64
     "remainder": (o.remainder, [_FA.astype(np.float32), _FB.astype(np.float32)]),
-    "heaviside": (lambda h: o.heaviside(_HEAVI, h), [normal(2, 3)]),
+    "heaviside": (lambda h: o.heaviside(_HEAVI.astype(h.dtype), h), [normal(2, 3)]),
     # -- activations ---------------------------------------------------------------------------
     "mish": (o.mish, [_X]),
     "elu": (lambda x: o.elu(x, alpha=0.7), [away(_X, [0.0])]),

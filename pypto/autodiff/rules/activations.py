@@ -14,6 +14,7 @@ stacked back into that form.
 from __future__ import annotations
 
 from ... import ops
+from .. import shapes
 from . import rule
 from .elementwise import _unary, gelu_grad
 
@@ -114,9 +115,10 @@ def _halves(c, gate, gate_grad):
     """x [R, 2, C] -> a * gate(b): the gradients of a and b stacked back as [R, 2, C]."""
     x = c.inputs[0]
     a, b = x[:, 0], x[:, 1]
-    da = c.dy * gate(b)
-    db = c.dy * a * gate_grad(b)
-    return [ops.stack.kernel(da, db)]
+    r, _, n = x.shape
+    da = (c.dy * gate(b)).reshape(r, 1, n)
+    db = (c.dy * a * gate_grad(b)).reshape(r, 1, n)
+    return [shapes.pad_axis(da, 1, 0, 1) + shapes.pad_axis(db, 1, 1, 0)]
 
 
 @rule("glu")
@@ -137,4 +139,4 @@ def _geglu(c):
 @rule("softmin")
 def _softmin(c):
     y, dy = c.y, c.dy
-    return [-(y * (dy - (dy * y).sum(axis=1, keepdims=True)))]
+    return [-(y * (dy - shapes.total(dy * y, 1, keepdims=True)))]

@@ -149,7 +149,7 @@ def _nan_extreme(c, greater: bool):
     beats = (a > b) if greater else (a < b)
     wins = beats | ops.isnan(b)            # a NaN loses to a number (both NaN: a takes it)
     half = c.dy * 0.5
-    tie = a == b
+    tie = (a == b) & ~(ops.isnan(a) | ops.isnan(b))   # (equal is not NaN-safe everywhere)
     return [ops.where(tie, half, ops.where(wins, c.dy, 0.0)),
             ops.where(tie, half, ops.where(wins, 0.0, c.dy))]
 

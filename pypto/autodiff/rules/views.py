@@ -32,7 +32,7 @@ def _broadcast(c):
                                       if n == 1 and out_shape[lead + i] != 1)
     if not axes:
         return [c.dy.reshape(x.shape)]
-    return [c.dy.sum(axis=axes, keepdims=True).reshape(x.shape)]
+    return [shapes.total(c.dy, axes, keepdims=True).reshape(x.shape)]
 
 
 @rule("view:slice")
