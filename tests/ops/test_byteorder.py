@@ -77,6 +77,10 @@ CALLS = {
     # attention
     "scaled_dot_product_attention": lambda: ((_r((1, 2, 5, 4)), _r((1, 2, 3, 4), seed=1),
                                               _r((1, 2, 3, 6), seed=2)), {}),
+    "masked_attention": lambda: ((_r((2, 2, 5, 4)), _r((2, 2, 3, 4), seed=1),
+                                  _r((2, 2, 3, 6), seed=2), np.ones((1, 1, 5, 3), bool),
+                                  np.array([5, 2], np.int32), np.array([3, 1], np.int32)),
+                                 {"is_causal": True}),
     # nn
     "conv2d": lambda: ((_r((1, 2, 7, 6)), _r((3, 2, 3, 3), seed=1), _r((3,), seed=2)),
                        {"padding": 1}),

@@ -368,6 +368,29 @@ def _():
                                                                             scale=scale)
 
 
+@case("masked_attention")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        b, h, s, l, d, e = (2, 2, 4, 6, 8, 8) if size == "small" else (3, 2, 7, 13, 5, 3)
+        q, k, v = (_u(rng, sh, dt, -1, 1) for sh in ((b, h, s, d), (b, h, l, d), (b, h, l, e)))
+        mask = rng.random((b, 1, s, l)) < 0.7
+        q_len = rng.integers(0, s + 1, b).astype(np.int32)
+        kv_len = rng.integers(1, l + 1, b).astype(np.int32)
+        return (q, k, v, mask, q_len, kv_len), ({} if size == "small" else {"is_causal": True})
+
+    def ref(q, k, v, mask, q_len, kv_len, is_causal=False):
+        B, H, S, L = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+        allow = (mask.expand(B, H, S, L)
+                 & (torch.arange(L)[None, None, None, :] < kv_len[:, None, None, None])
+                 & (torch.arange(S)[None, None, :, None] < q_len[:, None, None, None]))
+        if is_causal:
+            allow = allow & torch.ones(S, L, dtype=torch.bool).tril()
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allow)
+        return torch.where(allow.any(-1, keepdim=True), out, torch.zeros((), dtype=out.dtype))
+    return make, ref
+
+
 # nn
 @case("conv2d")
 def _():

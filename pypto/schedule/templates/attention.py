@@ -44,6 +44,7 @@ def _small(lanes: int) -> list:
     return ds
 
 
+@template("masked_attention")         # the same Funcs; its mask tests inline into scores and p
 @template("scaled_dot_product_attention")
 def _sdpa(built, dims, lanes):
     if built.out_dtypes[0] == "float16":
