@@ -72,8 +72,8 @@ X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
      "bitwise_and", "a"),
     (lambda v: (v[:, :2] * o.nms(np.array([[0, 0, 2, 2], [1, 1, 3, 3.0]]), v[0, :2], 0.3)[0]
                 .astype(v.dtype)).sum(), "nms", "scores"),
-    (lambda v: o.roi_pool(v.reshape(1, 1, 2, 3), np.array([[0, 0, 0, 2, 1.0]]), 1).sum(),
-     "roi_pool", "x"),
+    (lambda v: o.roi_pool.kernel(np.ones((1, 1, 4, 4)), v[:1, :1] * np.array([[0, 1, 1, 3, 2.0]]),
+                                 pooled_height=2, pooled_width=2).sum(), "roi_pool", "boxes"),
 ])
 def test_not_differentiable_ops_raise_naming_op_and_argument(fn, op_name, arg):
     with pytest.raises(pypto.NotDifferentiableError, match=rf"{op_name} is not differentiable"

@@ -89,3 +89,34 @@ def test_rule_matches_torch_autograd(case):
         w = np.zeros(args[k].shape) if w is None else w.numpy()
         np.testing.assert_allclose(got[k], w, rtol=rtol, atol=rtol * 1e-2,
                                    err_msg=f"argument #{k}")
+
+
+def _roi_pool_grad_reference(x, rois, pooled, dy):
+    """NumPy: each bin's dy to the first maximum of its bin in row-major order (torchvision)."""
+    n, ch, h, w = x.shape
+    dx = np.zeros_like(x)
+    for k, (b, *corners) in enumerate(rois):
+        x1, y1, x2, y2 = (int(np.sign(v) * np.floor(abs(v) + 0.5)) for v in corners)
+        bh, bw = max(y2 - y1 + 1, 1) / pooled[0], max(x2 - x1 + 1, 1) / pooled[1]
+        for i in range(pooled[0]):
+            hs = min(max(int(np.floor(i * bh)) + y1, 0), h)
+            he = min(max(int(np.ceil((i + 1) * bh)) + y1, 0), h)
+            for j in range(pooled[1]):
+                ws = min(max(int(np.floor(j * bw)) + x1, 0), w)
+                we = min(max(int(np.ceil((j + 1) * bw)) + x1, 0), w)
+                if he <= hs or we <= ws:
+                    continue
+                for cc in range(ch):
+                    win = x[int(b), cc, hs:he, ws:we]
+                    r, s = np.unravel_index(np.argmax(win), win.shape)   # the first maximum
+                    dx[int(b), cc, hs + r, ws + s] += dy[k, cc, i, j]
+    return dx
+
+
+def test_roi_pool_ties_go_to_the_first_maximum():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 3, (2, 2, 6, 7)).astype(np.float64)      # many tied maxima
+    rois = np.array([[0, 0.4, 1.0, 4.2, 3.1], [1, 2.0, -0.7, 6.5, 4.0], [0, -1.5, 2.2, 3.0, 9.0]])
+    _, vjp_fn = pypto.vjp(lambda a: pypto.ops.roi_pool(a, rois, (2, 3)), x)
+    dy = rng.standard_normal((3, 2, 2, 3))
+    np.testing.assert_allclose(vjp_fn(dy)[0], _roi_pool_grad_reference(x, rois, (2, 3), dy))

@@ -14,6 +14,7 @@ transpose:
 * sobel: the derivatives gx, gy are linear (recomputed with pad and slices, whose rules give
   their transpose); the magnitude passes ``dy * (gx, gy) / out`` (nothing where out == 0);
 * pixel_shuffle and pixel_unshuffle are each other's transpose;
+* roi_pool: each bin's gradient to its first maximum, found with masks (see its rule);
 * roi_align: per box, separable bilinear weight matrices built from the box values with PyPTO
   ops (a sample's weight on pixel h is ``relu(1 - |y - h|)`` at its clamped coordinate), then
   matmuls and a scatter-add over the boxes' images. The box coordinates get no gradient (as in
@@ -237,8 +238,62 @@ def _roi_align(c):
     return [dx.reshape(n, ch, h, w), NotDifferentiable(why)]
 
 
-mark(NotDifferentiable("its gradient is not implemented yet: each bin's maximum is found over "
-                       "pixels chosen at run time from the box values"), "roi_pool")
+# -- roi_pool -------------------------------------------------------------------------------------
+
+def _first_along_last(hit):
+    """``hit`` keeping only its first True along the last axis."""
+    n = hit.shape[-1]
+    seen = ops.cumsum.kernel(hit.astype(np.float32).reshape(-1, n, 1)).reshape(hit.shape)
+    return hit & (seen == 1.0)
+
+
+def _roi_bins(lo, hi, pooled: int, n: int, dtype):
+    """[K, pooled, n] bool: pixel i lies in bin b of each box (the kernel's rounded bounds)."""
+    k = lo.shape[0]
+    size = ops.maximum(hi - lo + 1.0, 1.0) * (1.0 / pooled)                 # [K]
+    b = _const(np.arange(pooled), dtype).reshape(1, pooled)
+    start = ops.clip(ops.floor(b * size.reshape(k, 1)) + lo.reshape(k, 1), 0.0, float(n))
+    end = ops.clip(ops.ceil((b + 1.0) * size.reshape(k, 1)) + lo.reshape(k, 1), 0.0, float(n))
+    i = _const(np.arange(n), dtype).reshape(1, 1, n)
+    return (i >= start.reshape(k, pooled, 1)) & (i < end.reshape(k, pooled, 1))
+
+
+@rule("roi_pool")
+def _roi_pool(c):
+    """Each bin's gradient goes to its first maximum in row-major order (torchvision's argmax),
+    found in two separable steps: the maximum of each row over the bin's columns (R), then the
+    first row whose R is the bin's maximum and, in that row, the first column holding it.
+    Work and memory are O(K C H W (OH + OW)), against torchvision's O(K C OH OW) (it keeps the
+    argmax from the forward)."""
+    x, boxes = c.inputs
+    p = c.params
+    n, ch, h, w = x.shape
+    k, oh, ow = boxes.shape[0], p["pooled_height"], p["pooled_width"]
+    dt = x.dtype
+
+    def corner(e):       # rounded half away from zero, in x's dtype
+        v = boxes[:, e] * p["spatial_scale"]
+        return ops.where(v < 0, -ops.floor(0.5 - v), ops.floor(v + 0.5))
+
+    x1, y1, x2, y2 = (corner(e) for e in range(1, 5))
+    in_row = _roi_bins(y1, y2, oh, h, dt)                                    # [K, OH, H]
+    in_col = _roi_bins(x1, x2, ow, w, dt)                                    # [K, OW, W]
+    img = boxes[:, 0].astype(np.int32)
+    xk = ops.index_select.kernel(x.reshape(1, n, ch * h * w), img).reshape(k, ch, h, 1, w)
+    cols = in_col.reshape(k, 1, 1, ow, w)
+    r = ops.where(cols, xk, -np.inf).max(axis=4)                             # [K, C, H, OW]
+    rows = in_row.reshape(k, 1, oh, 1, h)
+    hit_row = rows & (r.transpose(0, 1, 3, 2).reshape(k, ch, 1, ow, h)
+                      == c.y.reshape(k, ch, oh, ow, 1))
+    d_r = ops.where(_first_along_last(hit_row), c.dy.reshape(k, ch, oh, ow, 1), 0.0)
+    d_r = d_r.sum(axis=2).transpose(0, 1, 3, 2)                              # [K, C, H, OW]
+    hit_col = cols & (xk == r.reshape(k, ch, h, ow, 1))
+    d_xk = ops.where(_first_along_last(hit_col), d_r.reshape(k, ch, h, ow, 1), 0.0).sum(axis=3)
+    spread = img.reshape(1, k, 1).broadcast_to((1, k, ch * h * w))
+    dx = ops.scatter_add.kernel(shapes.zeros((1, n, ch * h * w), dt), spread,
+                                d_xk.reshape(1, k, ch * h * w))
+    why = "its bins are rounded box coordinates: a step function of them"
+    return [dx.reshape(n, ch, h, w), NotDifferentiable(why)]
 
 
 # -- boxes ----------------------------------------------------------------------------------------
