@@ -8,9 +8,12 @@ intermediate, and nothing is kept that the backward does not need.
 
 Only *active* values are followed: those that depend on an argument being differentiated. Integer
 and bool values carry no gradient. When a gradient would have to pass through one (a cast of a
-comparison, an index from argmax), the op that made it decides: a comparison or logical op is a
-constant mask (nothing flows back, as in PyTorch), while argmax, argmin and integer quantization
-raise :class:`~pypto.errors.NotDifferentiableError` naming the op and argument.
+comparison, an index from argmax), the op that made it decides: a comparison, logical op or mask
+is a constant (nothing flows back, as in PyTorch), while argmax, argsort, nms and integer
+quantization raise :class:`~pypto.errors.NotDifferentiableError` naming the op and argument. An
+index read by a gather (``take_along_axis(x, argmax(x))``) is a constant of the gather: the
+question stops there. Every built-in op has one of these decisions or a rule
+(:mod:`pypto.autodiff.coverage`).
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def _global_avg_pool2d(c):
     return [shapes.expand_rows(c.dy * (1.0 / s), s)]
 
 
-# -- blurs ------------------------------------------------------------------------------------------
+# -- blurs -----------------------------------------------------------------------------------------
 
 def _fold_edges(t, axis: int, r: int):
     """The adjoint of extending an axis by ``r`` replicated pixels each side: ``t`` (n + 2r long)
@@ -196,7 +196,7 @@ def _pixel_unshuffle(c):
     return [ops.pixel_shuffle.kernel(c.dy, r=c.params["r"])]
 
 
-# -- roi_align ----------------------------------------------------------------------------------------
+# -- roi_align -------------------------------------------------------------------------------------
 
 def _roi_weights(start, size, n_out, n, g, dtype):
     """[K, n_out, n]: the bilinear weight of each pixel in each bin, per box, averaged over the
@@ -238,7 +238,7 @@ def _roi_align(c):
     return [dx.reshape(n, ch, h, w), NotDifferentiable(why)]
 
 
-# -- roi_pool -------------------------------------------------------------------------------------
+# -- roi_pool --------------------------------------------------------------------------------------
 
 def _first_along_last(hit):
     """``hit`` keeping only its first True along the last axis."""
@@ -296,7 +296,7 @@ def _roi_pool(c):
     return [dx.reshape(n, ch, h, w), NotDifferentiable(why)]
 
 
-# -- boxes ----------------------------------------------------------------------------------------
+# -- boxes -----------------------------------------------------------------------------------------
 
 @rule("box_convert")
 def _box_convert(c):

@@ -97,7 +97,7 @@ def _bce_logits(c):
     return [dx, dt, dw, dpw]
 
 
-# -- cross_entropy and nll_loss ----------------------------------------------------------------------
+# -- cross_entropy and nll_loss --------------------------------------------------------------------
 
 def _class_masks(target, n_cls: int, ignore_index: int, dtype):
     """(M, ok): M[n, c] = 1.0 where c is sample n's class and n is not ignored; ok[n] = 1.0

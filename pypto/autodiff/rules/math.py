@@ -114,7 +114,7 @@ mark(NotDifferentiable("it works on the bits of integers and bools"),
      "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift")
 
 
-# -- binary --------------------------------------------------------------------------------------
+# -- binary ----------------------------------------------------------------------------------------
 
 @rule("atan2")
 def _atan2(c):

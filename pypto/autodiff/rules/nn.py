@@ -77,7 +77,7 @@ def _batch_norm(c):
             per_c * rstd, dsum]
 
 
-# -- convolutions --------------------------------------------------------------------------------
+# -- convolutions ----------------------------------------------------------------------------------
 
 def conv_input_grad(dy, w, in_hw, stride, pad, dil, groups):
     """d conv2d / d x: a stride-1 conv of the spread, padded ``dy`` with flipped, transposed ``w``."""
@@ -136,7 +136,7 @@ def _depthwise(c):
     return [dx, dw]
 
 
-# -- pooling ----------------------------------------------------------------------------------------
+# -- pooling ---------------------------------------------------------------------------------------
 
 def _pool(p):
     return (p["kernel_h"], p["kernel_w"]), (p["stride_h"], p["stride_w"]), (p["pad_h"], p["pad_w"])
@@ -248,7 +248,7 @@ def _lstm_cell(c):
     return [dx, dhp, dct * f, dw_ih, dw_hh, db, db]
 
 
-# -- group_norm and instance_norm --------------------------------------------------------------------
+# -- group_norm and instance_norm ------------------------------------------------------------------
 
 def _norm_grad(x, dy, gamma, axes, eps):
     """(dx, xhat) of y = (x - mean) rsqrt(var + eps) * gamma, statistics over ``axes`` (biased

@@ -73,7 +73,7 @@ def _logsumexp(c):
 mark(NotDifferentiable("it returns an integer index"), "argmax", "argmin")
 
 
-# -- the scan module's reductions: NaN-ignoring ones, vector_norm, all/any/count_nonzero --------
+# -- the scan module's reductions: NaN-ignoring ones, vector_norm, all/any/count_nonzero -----------
 
 @rule("nansum")
 def _nansum(c):
