@@ -248,8 +248,9 @@ class Worker:
         c = self.ctx
         labels = {}
         if req.get("numpy"):
-            fn, label = peers.numpy_peer(c["op"].name, c["arrays"], c["params"])
             try:
+                fn, label = peers.numpy_peer(c["op"].name, c["arrays"], c["params"],
+                                             op=c["op"])
                 got = fn()
                 got = [np.asarray(g) for g in (got if isinstance(got, (tuple, list)) else (got,))]
                 problem = _peer_mismatch(got, c["want"])

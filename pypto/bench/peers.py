@@ -226,8 +226,10 @@ def form(fn) -> str:
     return getattr(fn, "pypto_form", FRESH)
 
 
-def numpy_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any]):
-    """(callable, label): the fast NumPy form of the op, else its reference implementation.
+def numpy_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, Any], *,
+               op=None):
+    """(callable, label): the fast NumPy form of the op, else its reference implementation
+    (of ``op`` when given: a traced program's op is not in the registry).
 
     This is the NumPy figure everywhere a figure is quoted: ``pypto bench`` and the tuner's
     baselines (a float64 reference would make PyPTO look several times better than NumPy is).
@@ -237,9 +239,10 @@ def numpy_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, 
         fn = build(*arrays, dict(params))
         if fn is not None:
             return fn, "numpy"
-    from ..ops import get_op
+    if op is None:
+        from ..ops import get_op
 
-    op = get_op(op_name)
+        op = get_op(op_name)
     return (lambda: op.kernel_ref(*arrays, **params)), "numpy (reference)"
 
 
