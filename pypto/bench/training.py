@@ -65,6 +65,7 @@ class Case:
     forward: Callable
     torch_build: Callable
     forms: dict = dataclasses.field(default_factory=dict)   # name -> forward for that form
+    custom: dict = dataclasses.field(default_factory=dict)  # name -> (case -> call), own forms
     torch_states: bool = False    # inputs #1, #2 are nn.LSTM's states: [B, H] here, [1, B, H] there
 
     def torch_array(self, i: int) -> np.ndarray:
@@ -192,7 +193,35 @@ def lstm_layer_case(batch, hid, steps):
              "jit(value_and_grad(lstm_cell loop))": cell_loop}
     return Case("lstm", f"LSTM layer batch {batch}, hidden {hid}, {steps} steps "
                         f"(pypto.nn.lstm / torch.nn.LSTM)",
-                [xs, h0, c0, *w], [_f32(r, (steps, batch, hid))], cell_loop, tb, forms, True)
+                [xs, h0, c0, *w], [_f32(r, (steps, batch, hid))], cell_loop, tb, forms,
+                {"manual BPTT (value_and_grad per lstm_cell step)": _bptt}, True)
+
+
+def _bptt(case: Case):
+    """Backpropagation through time written by the user, for when the whole layer cannot be
+    differentiated as one program: the forward steps with ``ops.lstm_cell``, then per step,
+    newest first, ``value_and_grad`` of ``sum(h' * dh) + sum(c' * dc)`` (the step's forward
+    recomputed inside its fused backward); the weights' gradients summed with NumPy."""
+    xs, h0, c0, *w = case.arrays
+    (g,) = case.cots
+    step = value_and_grad(_loss_of(ops.lstm_cell, 7, "lstm_step_loss"), argnums=tuple(range(7)))
+
+    def call():
+        hs, cs = [h0], [c0]
+        for t in range(xs.shape[0]):
+            h, c = ops.lstm_cell(xs[t], hs[-1], cs[-1], *w)
+            hs.append(h)
+            cs.append(c)
+        dxs, dw = np.empty_like(xs), [np.zeros_like(a) for a in w]
+        dh, dc = np.zeros_like(h0), np.zeros_like(c0)
+        for t in reversed(range(xs.shape[0])):
+            _, grads = step(xs[t], hs[t], cs[t], *w, g[t] + dh, dc)
+            dxs[t], dh, dc = grads[:3]
+            for acc, d in zip(dw, grads[3:]):
+                acc += d
+        return "outputs", [np.stack(hs[1:])], [dxs, dh, dc, *dw]
+
+    return call
 
 
 def cases(quick: bool) -> list[Case]:
@@ -241,6 +270,8 @@ def pypto_forms(case: Case) -> dict[str, Callable[[], tuple[str, list, list]]]:
                 v, g = vg(*args)
                 return "loss", [v], list(g)
         out[name] = call
+    for name, build in case.custom.items():
+        out[name] = build(case)
     return out
 
 

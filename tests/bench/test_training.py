@@ -124,12 +124,14 @@ def test_cli_grad_flag_dispatches(monkeypatch, tmp_path):
 def test_lstm_layer_case_reports_every_form():
     """pypto.nn.lstm's forms are tried as a user writes them; each either agrees with
     torch.nn.LSTM or carries its reason; the user's lstm_cell loop agrees."""
-    case = training.lstm_layer_case(2, 4, 1)     # one step: the compile is the cost here
+    case = training.lstm_layer_case(2, 4, 2)
+    # The compiles are the cost here: leave out the whole-loop forms (what quick runs time).
+    case.forms = {k: v for k, v in case.forms.items() if "pypto.nn.lstm" in k}
     rec, cands = training.prepare(case, torch, torch_compile=False, log=lambda s: None)
-    assert set(rec["forms"]) == set(case.forms)
+    assert set(rec["forms"]) == set(case.forms) | set(case.custom)
     for name, f in rec["forms"].items():
         assert f["verified"] or f["reason"], name
-    assert rec["forms"]["value_and_grad(lstm_cell loop)"]["verified"]
+    assert rec["forms"]["manual BPTT (value_and_grad per lstm_cell step)"]["verified"]
     assert "pypto" in cands and rec["candidates"]["torch eager"]["verified"]
     # nn.LSTM's states carry a layer axis; their gradients come back in PyPTO's shapes.
     ref = training.reference(case, torch)
