@@ -399,14 +399,30 @@ class _Recorder:
 
 
 def _live_tensors(ctx, exclude) -> list[T.Tensor]:
-    """Tensors still referenced by Python at a break: their values must outlive the segment."""
+    """Tensors still referenced by Python at a break: their values must outlive the segment.
+
+    A Tensor the trace itself holds (as an input of a later node) but Python no longer does is
+    not live: whatever needs it after the break is recomputed from what is live, so a segment
+    materializes the values the program can still reach, not every intermediate. The count is
+    conservative: any reference it cannot account for keeps the Tensor live.
+    """
+    import sys
+
+    held: dict[int, int] = {}
+    for node in ctx.nodes:
+        for t in node.inputs:
+            held[id(t)] = held.get(id(t), 0) + 1
     out = []
     for key, ref in list(ctx.refs.items()):
         if key in ctx.materialized or key == exclude:
             continue
         t = ref()
-        if t is not None and t.node.kind != "input":
+        if t is None or t.node.kind == "input":
+            continue
+        # References: ``t`` here, getrefcount's argument, and one per node input holding it.
+        if sys.getrefcount(t) - 2 - held.get(id(t), 0) > 0:
             out.append(t)
+        del t
     return out
 
 
