@@ -32,18 +32,28 @@ def _compare(name: str, fn, reference, doc: str, dtypes=_TYPES):
     return the_op
 
 
+def _eq(a, b):
+    # Halide simplifies a float a == b to !(a < b) && !(b < a), which is true when either is
+    # NaN; under strict_float it keeps the IEEE comparison (NaN equals nothing).
+    return hl.strict_float(a == b) if a.type().is_float() else a == b
+
+
+def _ne(a, b):
+    return hl.strict_float(a != b) if a.type().is_float() else a != b
+
+
 greater = _compare("greater", lambda a, b: a > b, lambda a, b: np.greater(a, b),
                    "a > b elementwise (bool), broadcasting like NumPy.")
 # Halide spells a >= b as !(a < b), which is true for NaN: ask for the IEEE answer explicitly.
-greater_equal = _compare("greater_equal", lambda a, b: (a > b) | (a == b),
+greater_equal = _compare("greater_equal", lambda a, b: (a > b) | _eq(a, b),
                          lambda a, b: np.greater_equal(a, b), "a >= b elementwise (bool).")
 less = _compare("less", lambda a, b: a < b, lambda a, b: np.less(a, b),
                 "a < b elementwise (bool).")
-less_equal = _compare("less_equal", lambda a, b: (a < b) | (a == b), lambda a, b: np.less_equal(a, b),
-                      "a <= b elementwise (bool).")
-equal = _compare("equal", lambda a, b: a == b, lambda a, b: np.equal(a, b),
+less_equal = _compare("less_equal", lambda a, b: (a < b) | _eq(a, b),
+                      lambda a, b: np.less_equal(a, b), "a <= b elementwise (bool).")
+equal = _compare("equal", _eq, lambda a, b: np.equal(a, b),
                  "a == b elementwise (bool); NaN equals nothing.")
-not_equal = _compare("not_equal", lambda a, b: a != b, lambda a, b: np.not_equal(a, b),
+not_equal = _compare("not_equal", _ne, lambda a, b: np.not_equal(a, b),
                      "a != b elementwise (bool); NaN differs from everything.")
 logical_and = _compare("logical_and", lambda a, b: a & b, lambda a, b: np.logical_and(a, b),
                        "Elementwise AND of two bool arrays.", dtypes=("bool",))
