@@ -198,8 +198,8 @@ def index_select(x, index, *, dims):
 
 def _embedding_frontend(input, weight, padding_idx=None):  # noqa: A002 - torch's name
     """``F.embedding``: the rows of ``weight`` [V, D] at the integer ``input`` (any shape),
-    giving ``input.shape + (D,)``. ``padding_idx`` only matters to gradients; it is accepted and
-    checked."""
+    giving ``input.shape + (D,)``. ``padding_idx`` only matters to gradients: as in torch, that
+    row of ``weight`` gets none."""
     name = "embedding"
     idx, w = _index_array(name, input, "input"), as_array(weight, name, "weight")
     if traced([idx, w]):
@@ -212,7 +212,8 @@ def _embedding_frontend(input, weight, padding_idx=None):  # noqa: A002 - torch'
             raise ParamError(f"embedding: padding_idx {padding_idx} is not a row of weight "
                              f"({w.shape[0]} rows)")
     check_range(name, "input", idx, w.shape[0])
-    out = embedding.kernel(idx.reshape(-1), w)
+    kw = {} if padding_idx is None else {"padding_idx": padding_idx % w.shape[0]}
+    out = embedding.kernel(idx.reshape(-1), w, **kw)
     return out.reshape(idx.shape + (w.shape[1],))
 
 
@@ -223,12 +224,14 @@ def _embedding_inputs(dims, dtypes, params, rng):
 
 @op(category="indexing", inputs={"input": "N", "weight": "V D"}, output="N D",
     dtypes=[(i, f) for f in ("float32", "float64") for i in _IDX],
+    params=[Param("padding_idx", int, -1, low=-1, high=1 << 30,
+                  doc="a row of weight that gets no gradient (-1: none); the forward ignores it")],
     reference=lambda input, weight, padding_idx=None: np.asarray(weight)[np.asarray(input)],
-    kernel_reference=lambda input, weight: weight[input],
+    kernel_reference=lambda input, weight, padding_idx=-1: weight[input],
     frontend=_embedding_frontend, make_inputs=_embedding_inputs,
     example={"N": 64, "V": 50, "D": 32})
 def embedding(input, weight, *, dims):  # noqa: A002
-    """out[n, d] = weight[input[n], d]."""
+    """out[n, d] = weight[input[n], d] (``padding_idx`` is for the gradient only)."""
     d, n = hl.Var("d"), hl.Var("n")
     k = hl.Func("k")
     k[n] = _checked(input[n], dims.V, "input")

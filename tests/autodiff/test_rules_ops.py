@@ -120,3 +120,18 @@ def test_roi_pool_ties_go_to_the_first_maximum():
     _, vjp_fn = pypto.vjp(lambda a: pypto.ops.roi_pool(a, rois, (2, 3)), x)
     dy = rng.standard_normal((3, 2, 2, 3))
     np.testing.assert_allclose(vjp_fn(dy)[0], _roi_pool_grad_reference(x, rois, (2, 3), dy))
+
+
+def test_embedding_padding_idx_row_gets_no_gradient_like_torch():
+    # Not a finite-difference case: torch's padding_idx deliberately drops that row's gradient.
+    torch = pytest.importorskip("torch")
+    idx = np.array([[1, 0, 3], [4, 1, 1]])
+    w = np.random.default_rng(6).standard_normal((5, 3))
+    ct = np.random.default_rng(7).standard_normal((2, 3, 3))
+    _, vjp_fn = pypto.vjp(lambda w: pypto.ops.embedding(idx, w, padding_idx=-4), w)
+    (got,) = vjp_fn(ct)
+    tw = torch.from_numpy(w).requires_grad_()
+    torch.nn.functional.embedding(torch.from_numpy(idx), tw, padding_idx=-4).backward(
+        torch.from_numpy(ct))
+    np.testing.assert_allclose(got, tw.grad.numpy(), rtol=1e-12)
+    assert np.all(got[1] == 0) and np.any(got[0] != 0)

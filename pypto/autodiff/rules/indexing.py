@@ -7,8 +7,7 @@ differentiable in ``x``. Inside traced programs the kernels clamp out-of-range i
 sends each gradient where the forward read. ``take_along_axis`` wraps negative indices first,
 as its forward does.
 
-``embedding``'s ``padding_idx`` is not part of its kernel call, so the gradient reaches that
-row too (PyTorch leaves it zero): mask the row's gradient yourself if it must stay fixed.
+``embedding``'s ``padding_idx`` row gets no gradient, as in PyTorch.
 ``one_hot`` and ``sequence_mask`` make masks from integers: nothing flows back through them.
 """
 
@@ -56,7 +55,11 @@ def _embedding(c):
     v, d = w.shape
     n = index.shape[0]
     spread = index.reshape(1, n, 1).broadcast_to((1, n, d))
-    return [INDEX, _scatter((1, v, d), spread, c.dy.reshape(1, n, d)).reshape(v, d)]
+    dy = c.dy.reshape(1, n, d)
+    pad = c.params.get("padding_idx", -1)
+    if pad >= 0:        # that row's uses send nothing back (torch's padding_idx)
+        dy = dy * (index != pad).astype(dy.dtype).reshape(1, n, 1)
+    return [INDEX, _scatter((1, v, d), spread, dy).reshape(v, d)]
 
 
 @rule("scatter_add")
