@@ -57,6 +57,26 @@ def _params_key(params: Mapping[str, Any]) -> tuple:
     return tuple(sorted(params.items()))
 
 
+_support_loaded = False
+
+
+def _runtime_support() -> None:
+    """Makes the compiler runtime's helpers visible to Halide's in-memory JIT: LLVM lowers a
+    float64 -> float16 conversion to a call of ``__truncdfhf2``, which the JIT resolves from the
+    process's global symbols (libgcc_s has it since GCC 12). Without it float16 kernels that
+    round a float64 value fail to link. Disk-cached kernels link it themselves."""
+    global _support_loaded
+    if _support_loaded:
+        return
+    _support_loaded = True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libgcc_s.so.1", mode=ctypes.RTLD_GLOBAL)
+    except OSError:       # another C runtime: float16 kernels that need it report the symbol
+        pass
+
+
 def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source: str,
                   fp: str | None = None, persist: bool = False) -> Kernel:
     """Applies ``schedule`` to ``built`` and compiles it for ``target``.
@@ -98,6 +118,7 @@ def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source
                           disk=True)
     else:
         python = apply_schedule(built, schedule)
+    _runtime_support()
     try:
         fn = built.pipeline.compile_to_callable(built.images, target)
     except hl.HalideError as e:

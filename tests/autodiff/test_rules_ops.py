@@ -41,8 +41,7 @@ def _lower_dtypes(case):
 
 
 #: Forward ops that fail in a dtype they declare (not a gradient question): marked, not hidden.
-_OP_GAPS = {("softmin", "float16"): "the softmin kernel itself does not compile in float16 under "
-                                    "the in-memory JIT (symbol __truncdfhf2 missing)"}
+_OP_GAPS: dict = {}
 _LOWER = [pytest.param(c, d, marks=pytest.mark.xfail(reason=_OP_GAPS[c, d], strict=False))
           if (c, d) in _OP_GAPS else (c, d) for c in sorted(CASES) for d in _lower_dtypes(c)]
 _TOL = {"float32": (2e-4, 2e-5), "float16": (2e-2, 5e-3)}

@@ -135,3 +135,21 @@ def test_an_unknown_family_is_a_target_error():
 
     with pytest.raises(TargetError, match="unknown target family 'x86-64-foo'"):
         targets.for_family("x86-64-foo")
+
+
+def test_a_float16_kernel_rounding_a_float64_links_under_the_in_memory_jit():
+    # softmin accumulates in float64 and rounds to float16: LLVM calls __truncdfhf2, which the
+    # in-memory JIT must find (the disk cache is off here, so nothing else compiles it).
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, pypto\n"
+            "x = np.linspace(-2, 2, 24, dtype=np.float16).reshape(3, 8)\n"
+            "y = pypto.ops.softmin(x).astype(np.float64)\n"
+            "z = np.exp(-x.astype(np.float64)); z /= z.sum(1, keepdims=True)\n"
+            "assert np.abs(y - z).max() < 2e-3, np.abs(y - z).max()\n")
+    env = dict(os.environ, PYPTO_CACHE_DIR="off")
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
