@@ -13,7 +13,8 @@ from ._registry import get_op, list_ops, register
 FAMILIES = ("elementwise", "binary", "compare", "reduce", "norm", "linalg", "attention", "nn", "image", "quant",
             "math", "arith", "activations",
             "layout", "indexing", "creation", "scan", "sorting", "losses", "distance", "detection",
-            "spatial", "resample", "conv", "pool", "rnn", "rotary", "grid")
+            "spatial", "resample", "conv", "pool", "rnn", "rotary", "grid",
+            "morphology", "filters", "color", "warp", "histograms", "contraction", "quantized")
 _loaded = False
 
 

@@ -215,6 +215,15 @@ CALLS.update({
 })
 # -- end of the conv, pool, rnn, rotary and grid block -------------------------------------------
 
+# -- morphology, filters, colour, warps, histograms, contractions, quantized ops -----------------
+CALLS.update({
+    "dilate": lambda: ((_r((2, 7, 9)),), {"kernel": 3}),
+    "erode": lambda: ((_r((7, 9), "float64"),), {"kernel": (2, 3)}),
+    "morph_open": lambda: ((_r((7, 9)),), {"kernel": [[0, 1, 0], [1, 1, 1], [0, 1, 0]]}),
+    "morph_close": lambda: ((_r((7, 9)),), {}),
+})
+# -- end of the morphology ... quantized block ----------------------------------------------------
+
 
 def test_every_op_with_a_multibyte_array_is_covered():
     names = {op.name for op in pypto.ops.builtin_ops()}

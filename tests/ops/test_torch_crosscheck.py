@@ -1357,6 +1357,53 @@ def _():
 # -- end of the conv, pool, rnn, rotary and grid block --------------------------------------------
 
 
+# -- morphology, filters, colour, warps, histograms, contractions, quantized ops -----------------
+# (pypto/ops/{morphology,filters,color,warp,histograms,contraction,quantized}.py)
+def _se_max(x, mask, sign=1.0):
+    """Grey dilation of [B, H, W] by a 0/1 ``mask`` anchored at its center, taps outside the
+    image ignored (padding with -inf, then the masked maximum of F.unfold's windows); erosion
+    with ``sign=-1``. Computed in float64 (exact for uint8)."""
+    mask = torch.as_tensor(np.asarray(mask, dtype=bool))
+    kh, kw = mask.shape
+    xd = x.to(torch.float64) * sign
+    b, h, w = xd.shape
+    xp = F.pad(xd[:, None], (kw // 2, kw - 1 - kw // 2, kh // 2, kh - 1 - kh // 2),
+               value=-float("inf"))
+    cols = F.unfold(xp, (kh, kw))[:, mask.reshape(-1)]
+    return (cols.amax(dim=1).reshape(b, h, w) * sign).to(x.dtype)
+
+
+def _se_mask(kernel):
+    if isinstance(kernel, int):
+        return np.ones((kernel, kernel), bool)
+    if isinstance(kernel, tuple):
+        return np.ones(kernel, bool)
+    return np.asarray(kernel, bool)
+
+
+_MORPH_DTS = FLOATS + ("uint8",)
+_CROSS = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]])
+
+
+def _morph_make(size, dt):
+    rng = _rng(size)
+    if np.dtype(dt).kind == "u":
+        x = rng.integers(0, 256, (2, 8, 8) if size == "small" else (3, 13, 11)).astype(dt)
+    else:
+        x = _img(size, dt)
+    return (x,), ({"kernel": 3} if size == "small" else {"kernel": _CROSS})
+
+
+CASES["dilate"] = (_MORPH_DTS, _morph_make, lambda x, kernel=3: _se_max(x, _se_mask(kernel)))
+CASES["erode"] = (_MORPH_DTS, _morph_make,
+                  lambda x, kernel=3: _se_max(x, _se_mask(kernel), -1.0))
+CASES["morph_open"] = (_MORPH_DTS, _morph_make, lambda x, kernel=3: _se_max(
+    _se_max(x, _se_mask(kernel), -1.0), _se_mask(kernel)))
+CASES["morph_close"] = (_MORPH_DTS, _morph_make, lambda x, kernel=3: _se_max(
+    _se_max(x, _se_mask(kernel)), _se_mask(kernel), -1.0))
+# -- end of the morphology ... quantized block ----------------------------------------------------
+
+
 ANCHOR_CALLS = {
     "small": {"feat_h": 2, "feat_w": 3, "stride": 16, "sizes": (32, 64), "ratios": (0.5, 1.0)},
     "odd": {"feat_h": 5, "feat_w": 7, "stride": (8, 4), "sizes": (13.0,),
