@@ -221,6 +221,11 @@ CALLS.update({
     "erode": lambda: ((_r((7, 9), "float64"),), {"kernel": (2, 3)}),
     "morph_open": lambda: ((_r((7, 9)),), {"kernel": [[0, 1, 0], [1, 1, 1], [0, 1, 0]]}),
     "morph_close": lambda: ((_r((7, 9)),), {}),
+    "median_blur": lambda: ((_r((2, 7, 9)),), {"ksize": 5}),
+    "laplacian": lambda: ((_r((7, 9), "float64"),), {"ksize": 3}),
+    "bilateral_filter": lambda: ((_r((7, 9)),), {"d": 5, "sigma_color": 0.5,
+                                                  "sigma_space": 1.0}),
+    "integral_image": lambda: ((_r((2, 7, 9)),), {}),
 })
 # -- end of the morphology ... quantized block ----------------------------------------------------
 

@@ -1401,6 +1401,67 @@ CASES["morph_open"] = (_MORPH_DTS, _morph_make, lambda x, kernel=3: _se_max(
     _se_max(x, _se_mask(kernel), -1.0), _se_mask(kernel)))
 CASES["morph_close"] = (_MORPH_DTS, _morph_make, lambda x, kernel=3: _se_max(
     _se_max(x, _se_mask(kernel)), _se_mask(kernel), -1.0))
+def _replicated_windows(x, k):
+    """[B, H, W] -> [B, k*k, H, W]: each pixel's k x k window, edges replicated (float64)."""
+    b, h, w = x.shape
+    xp = F.pad(x.to(torch.float64)[:, None], (k // 2,) * 4, mode="replicate")
+    return F.unfold(xp, (k, k)).reshape(b, k * k, h, w)
+
+
+@case("median_blur", _MORPH_DTS)
+def _():
+    def make(size, dt):
+        (x,), _ = _morph_make(size, dt)
+        if np.dtype(dt).kind == "f":
+            x.flat[5] = np.nan
+        return (x,), {"ksize": 3 if size == "small" else 5}
+    # An odd number of values: torch.median's lower middle is the middle.
+    return make, lambda x, ksize=3: _replicated_windows(x, ksize).median(dim=1).values.to(x.dtype)
+
+
+@case("laplacian")
+def _():
+    def make(size, dt):
+        return (_img(size, dt),), {"ksize": 1 if size == "small" else 3}
+
+    def ref(x, ksize=1):
+        k = [[0, 1, 0], [1, -4, 1], [0, 1, 0]] if ksize == 1 else [[2, 0, 2], [0, -8, 0],
+                                                                   [2, 0, 2]]
+        return _filter(x, torch.tensor(k, dtype=torch.float64))
+    return make, ref
+
+
+@case("bilateral_filter")
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_img(size, dt),), {"d": 5, "sigma_color": 0.5, "sigma_space": 1.5}
+        return (_img(size, dt),), {"d": 0, "sigma_color": 2.0, "sigma_space": 2.1}
+
+    def ref(x, d, sigma_color, sigma_space):
+        r = d // 2 if d > 0 else round(1.5 * sigma_space)
+        win = _replicated_windows(x, 2 * r + 1)
+        i, j = torch.meshgrid(torch.arange(-r, r + 1.0), torch.arange(-r, r + 1.0),
+                              indexing="ij")
+        d2 = (i * i + j * j).reshape(-1).to(torch.float64)
+        keep = d2 <= r * r
+        win, d2 = win[:, keep], d2[keep]
+        wt = torch.exp(-d2[None, :, None, None] / (2 * sigma_space ** 2)
+                       - (win - x.to(torch.float64)[:, None]) ** 2 / (2 * sigma_color ** 2))
+        return ((wt * win).sum(1) / wt.sum(1)).to(x.dtype)
+    return make, ref
+
+
+@case("integral_image", _MORPH_DTS)
+def _():
+    def make(size, dt):
+        return _morph_make(size, dt)[0], {}
+
+    def ref(x):
+        acc = torch.int64 if not x.is_floating_point() else torch.float64
+        out = torch.cumsum(torch.cumsum(x.to(acc), -2), -1)
+        return out.to(torch.int32 if not x.is_floating_point() else x.dtype)
+    return make, ref
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

@@ -9,7 +9,7 @@ full byte vector width (the blurs halve it for their wider sums).
 
 from __future__ import annotations
 
-from ..defaults import D, MIN_TASK_ELEMS, generic, output_directives, template
+from ..defaults import D, MIN_TASK_ELEMS, _pow2_at_most, template
 from .image import _separable
 
 
@@ -32,3 +32,68 @@ template("dilate")(_morph(["rows0"], 1))
 template("erode")(_morph(["rows0"], 1))
 template("morph_open")(_morph(["rows0", "stage0", "rows1"], 2))
 template("morph_close")(_morph(["rows0", "stage0", "rows1"], 2))
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+def _full_lanes(fn):
+    """``fn`` with the byte lanes the blur template halves restored (8-bit min/max/compare)."""
+    def wrapped(built, dims, lanes):
+        if built.out_dtypes[0] in ("uint8", "int8"):
+            lanes *= 2
+        return fn(built, dims, lanes)
+    return wrapped
+
+
+template("median_blur")(_full_lanes(_separable(["col_lo", "col_mid", "col_hi"],
+                                               lambda p: p.get("ksize", 3) // 2)))
+template("laplacian")(_separable([], lambda p: 1))
+template("bilateral_filter")(_separable([], lambda p: p.get("radius", 2)))
+
+#: Columns per parallel task of the column scan of integral_image.
+SCAN_COLUMNS = 256
+
+
+@template("integral_image")
+def _integral_image(built, dims, lanes):
+    """The column scan over the whole image first (its update vectorized along W, blocks of
+    columns in parallel), then strips of rows: each row's running sum is a serial scan."""
+    H, W, B = dims.get("H", 1), dims.get("W", 1), dims.get("B", 1)
+    acc_lanes = max(1, lanes // 2) if built.out_dtypes[0] != "float64" else lanes
+    vec = _pow2_at_most(W, acc_lanes) if W >= 4 else 1
+    ds = [D("compute_root", "cols")]
+    if vec > 1:
+        ds.append(D("vectorize", "cols", var="w", factor=vec))
+    ds.append(D("parallel", "cols", var="b"))
+    (ry,) = built.funcs["cols"].updates[0]
+    if W >= 2 * SCAN_COLUMNS:
+        ds += [D("split", "cols", 1, var="w", outer="wc", inner="wi", factor=SCAN_COLUMNS,
+                 tail="guard_with_if"),
+               D("split", "cols", 1, var="wi", outer="wo", inner="wv", factor=vec,
+                 tail="guard_with_if"),
+               D("reorder", "cols", 1, vars=["wv", "wo", ry, "wc", "b"]),
+               D("vectorize", "cols", 1, var="wv"),
+               D("parallel", "cols", 1, var="wc")]
+    elif vec > 1:
+        ds += [D("split", "cols", 1, var="w", outer="wo", inner="wv", factor=vec,
+                 tail="guard_with_if"),
+               D("reorder", "cols", 1, vars=["wv", "wo", ry, "b"]),
+               D("vectorize", "cols", 1, var="wv"),
+               D("parallel", "cols", 1, var="b")]
+    rows = max(16, MIN_TASK_ELEMS // max(W, 1))
+    if H >= 2 * rows:
+        ds += [D("split", "out", var="h", outer="ho", inner="hi", factor=rows),
+               D("fuse", "out", inner="ho", outer="b", fused="strip")]
+        at = "strip"
+    else:
+        at = "b"
+    if H * W * B >= MIN_TASK_ELEMS:
+        ds.append(D("parallel", "out", var=at))
+    if vec > 1:
+        ds.append(D("vectorize", "out", var="w", factor=_pow2_at_most(W, lanes)))
+    ds.append(D("compute_at", "rows", at="out", var=at))
+    if vec > 1:
+        ds.append(D("vectorize", "rows", var="w", factor=vec))
+    (rx,) = built.funcs["rows"].updates[0]
+    ds.append(D("serial", "rows", 1, var=rx))     # a running sum: one element after another
+    return ds
