@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import GraphBreakError, PyptoError, TraceError
+from ..errors import GraphBreakError, PyptoError, ScheduleError, TraceError
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
 
@@ -336,15 +336,16 @@ class _Recorder:
                              f"kernel (at {node.where})")
         return ("const", node.value)
 
-    def run_segment(self, ctx, wanted: list[T.Tensor]) -> list[np.ndarray]:
+    def run_segment(self, ctx, wanted: list[T.Tensor], budget: int = FUNC_BUDGET
+                    ) -> list[np.ndarray]:
         graph = Graph(wanted, ctx.materialized)
         ops = [n for n in graph.nodes if n.kind == "op"]
-        if len(ops) > FUNC_BUDGET:
+        if len(ops) > budget:
             # Halide's compile time grows faster than linearly with the Funcs of a pipeline:
             # cut. The first part ends at the op that reaches the budget; every value of it
             # that the rest reads is materialized (a reduction output where possible).
-            last = ops[FUNC_BUDGET - 1]
-            for n in ops[FUNC_BUDGET // 2:FUNC_BUDGET]:
+            last = ops[budget - 1]
+            for n in ops[budget // 2:budget]:
                 if not _pointwise(n):
                     last = n
             head = graph.nodes[:graph.nodes.index(last) + 1]
@@ -357,13 +358,20 @@ class _Recorder:
             for t in wanted:
                 if t.node.id in ids:
                     need[(t.node.id, t.index)] = t
-            self.run_segment(ctx, list(need.values()))
-            return self.run_segment(ctx, wanted)
+            self.run_segment(ctx, list(need.values()), budget)
+            return self.run_segment(ctx, wanted, budget)
         if not graph.nodes:   # the values are inputs or computed already
             self.added = False
             return [self._value_of(ctx, t) for t in wanted]
         self.added = True
-        seg = Segment(graph, self.seg_name)
+        try:
+            seg = Segment(graph, self.seg_name)
+        except ScheduleError as e:
+            # Ops whose schedules are long (a backward's anchors) can pass the op budget and
+            # still exceed the directives one schedule may hold: cut at half as many ops.
+            if "directives exceed" not in str(e) or len(ops) < 2:
+                raise
+            return self.run_segment(ctx, wanted, max(1, len(ops) // 2))
         refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]
         arrays = [self._resolve(ctx, r, n, k) for r, (n, k) in zip(refs, graph.sources)]
         outs = seg.run(arrays)
@@ -389,9 +397,11 @@ class _Recorder:
         wanted = [t] + live
         self.run_segment(ctx, wanted)
         key = (t.node.id, t.index)
-        value = ctx.materialized[key]
-        if not self.added:   # the value is an input: a step that only branches
+        computed = key in ctx.materialized
+        value = ctx.materialized[key] if computed else self._value_of(ctx, t)
+        if not self.added:   # nothing ran: a step that only branches
             self.steps.append(_Step(None, [], []))
+        if not computed:     # the value is an input (or a constant) of the program
             self.steps[-1].input_ref = self.source_ref(ctx, t.node, t.index)
         self.steps[-1].brk = (key, why, where)
         self.steps[-1].observed = _break_key(value, why)

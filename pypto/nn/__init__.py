@@ -29,7 +29,7 @@ def _lstm_steps(xs, h, c, w_ih, w_hh, b_ih, b_hh, mask):
         else:
             h, c = h_new, c_new
             outs.append(h)
-    return outs, h, c
+    return ops.stack(outs), h, c     # one [T, B, H] output, written in the program
 
 
 _dense = jit(lambda xs, h, c, w_ih, w_hh, b_ih, b_hh: _lstm_steps(xs, h, c, w_ih, w_hh, b_ih,
@@ -46,16 +46,16 @@ def lstm(xs, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, *, lengths=None):
     padded: step ``t`` of sequence ``b`` counts only when ``t < lengths[b]``; its outputs past
     the end are zeros and ``h_T``/``c_T`` are the states at each sequence's own last step.
     """
-    xs = np.asarray(xs)
-    if xs.ndim != 3:
-        raise ShapeError(f"lstm: xs must be [T, B, IN], got shape {xs.shape}")
-    hid = np.asarray(h0).shape[-1]
-    dt = xs.dtype
+    # Arrays or traced Tensors (inside pypto.jit / pypto.grad): only shapes and dtypes are read.
+    if not hasattr(xs, "shape"):
+        xs = np.asarray(xs)
+    if len(xs.shape) != 3:
+        raise ShapeError(f"lstm: xs must be [T, B, IN], got shape {tuple(xs.shape)}")
+    hid = (h0.shape if hasattr(h0, "shape") else np.shape(h0))[-1]
+    dt = np.dtype(xs.dtype)
     b_ih = np.zeros(4 * hid, dt) if b_ih is None else b_ih
     b_hh = np.zeros(4 * hid, dt) if b_hh is None else b_hh
-    if lengths is None:
-        outs, h, c = _dense(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    else:
+    if lengths is not None:
         lengths = np.asarray(lengths)
         if lengths.shape != (xs.shape[1],) or lengths.dtype.kind not in "iu":
             raise ShapeError(f"lstm: lengths must be {xs.shape[1]} ints (one per sequence), got "
@@ -63,5 +63,5 @@ def lstm(xs, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None, *, lengths=None):
         if (lengths < 0).any() or (lengths > xs.shape[0]).any():
             raise ShapeError(f"lstm: lengths must lie in [0, {xs.shape[0]}], got {lengths}")
         mask = (np.arange(xs.shape[0])[:, None] < lengths[None, :])[:, :, None]   # [T, B, 1]
-        outs, h, c = _masked(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
-    return np.stack(outs), h, c
+        return _masked(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, mask)
+    return _dense(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)

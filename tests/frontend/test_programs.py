@@ -339,6 +339,39 @@ def test_a_shape_generic_pipeline_refuses_a_graph_whose_extents_do_not_fit():
     assert shapes.free_key(g1) != shapes.free_key(graph_of(_f32(4, 1), _f32(4, 1)))
 
 
+def test_a_break_on_an_input_with_work_pending_replays():
+    @pypto.jit
+    def f(x, y):
+        z = pypto.ops.exp(y) * 2.0          # pending when Python asks for x's value
+        return z + float(np.asarray(x)[0])
+
+    x, y = np.array([1.0, 2.0], np.float32), np.array([0.0, 1.0], np.float32)
+    for scale in (1, 3, 1):
+        np.testing.assert_allclose(f(x * scale, y), np.exp(y) * 2 + scale, rtol=1e-6)
+    assert f.stats.traces == 2
+
+
+def test_a_segment_whose_schedule_is_too_long_is_cut_in_halves(monkeypatch, tmp_path):
+    from pypto.schedule import directives
+
+    monkeypatch.setitem(directives.LIMITS, "directives", 24)
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))    # compiled here, not loaded
+
+    @pypto.jit
+    def chain(x, w):
+        for _ in range(6):
+            x = pypto.ops.tanh(x @ w) + 0.4375
+        return x
+
+    x, w = _f32(8, 16), _f32(16, 16, scale=0.25)
+    want = x.astype(np.float64)
+    for _ in range(6):
+        want = np.tanh(want @ w) + 0.4375
+    np.testing.assert_allclose(chain(x, w), want, rtol=1e-4, atol=1e-5)
+    text = chain.explain(x, w)
+    assert text.count("segment: pipeline") >= 2
+
+
 def test_a_data_dependent_branch_replays_both_paths():
     @pypto.jit
     def maybe(x):

@@ -72,17 +72,45 @@ def test_lstm_gradient_matches_torch():
     h0, c0 = RNG.standard_normal((2, B, H)).astype(np.float32)
     w_ih, w_hh, b_ih, b_hh = _weights(I, H)
 
-    def loss(w_ih, w_hh, xs):
-        outs, h, c = pypto.nn._lstm_steps(xs, h0, c0, w_ih, w_hh, b_ih, b_hh, None)
-        return sum(o.sum() for o in outs) + (c * c).sum()
+    def loss(w_ih, w_hh, xs):       # the public layer, traced by pypto.grad
+        outs, h, c = pypto.nn.lstm(xs, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        return outs.sum() + (c * c).sum()
 
-    g_ih, g_hh = pypto.grad(loss, argnums=(0, 1))(w_ih, w_hh, xs)
+    g_ih, g_hh, g_x = pypto.grad(loss, argnums=(0, 1, 2))(w_ih, w_hh, xs)
     cell = torch.nn.LSTM(I, H)
     with torch.no_grad():
         for name, v in (("weight_ih_l0", w_ih), ("weight_hh_l0", w_hh), ("bias_ih_l0", b_ih),
                         ("bias_hh_l0", b_hh)):
             getattr(cell, name).copy_(torch.from_numpy(v))
-    out, (h, c) = cell(torch.from_numpy(xs), (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
+    tx = torch.from_numpy(xs).requires_grad_()
+    out, (h, c) = cell(tx, (torch.from_numpy(h0)[None], torch.from_numpy(c0)[None]))
     (out.sum() + (c * c).sum()).backward()
+    np.testing.assert_allclose(g_x, tx.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(g_ih, cell.weight_ih_l0.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(g_hh, cell.weight_hh_l0.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_layer_differentiates_through_vjp_with_lengths():
+    T, B, I, H = 4, 3, 2, 3
+    xs = RNG.standard_normal((T, B, I)).astype(np.float32)
+    h0, c0 = np.zeros((2, B, H), np.float32)
+    w_ih, w_hh, b_ih, b_hh = _weights(I, H)
+    lengths = np.array([4, 1, 2])
+    (outs, h, c), vjp_fn = pypto.vjp(
+        lambda w: pypto.nn.lstm(xs, h0, c0, w, w_hh, b_ih, b_hh, lengths=lengths), w_ih)
+    (g,) = vjp_fn(np.ones_like(outs), np.zeros_like(h), np.zeros_like(c))
+    # Central differences of sum(outputs) in float64 through the NumPy reference, per sequence.
+    def total(w):
+        s = 0.0
+        for b, n in enumerate(lengths):
+            o, _, _ = _ref(xs[:n, b:b + 1].astype(np.float64), h0[b:b + 1], c0[b:b + 1], w,
+                           w_hh.astype(np.float64), (b_ih + b_hh).astype(np.float64))
+            s += o.sum()
+        return s
+    w64 = w_ih.astype(np.float64)
+    want = np.zeros_like(w64)
+    for i in np.ndindex(w64.shape):
+        e = np.zeros_like(w64)
+        e[i] = 1e-6
+        want[i] = (total(w64 + e) - total(w64 - e)) / 2e-6
+    np.testing.assert_allclose(g, want, rtol=1e-3, atol=1e-4)
