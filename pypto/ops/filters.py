@@ -1,9 +1,9 @@
 """Image filters: median_blur, laplacian, bilateral_filter and integral_image.
 
 Images are ``[..., H, W]`` (leading axes are independent images, collapsed into one batch dim for
-the kernels). Window filters replicate the edges (out-of-range pixels read the nearest pixel), as
-``cv2.medianBlur`` does; OpenCV's Laplacian and bilateral filter reflect instead (BORDER_REFLECT_101),
-so they differ from these at the outermost pixels only.
+the kernels). Window filters replicate the edges (out-of-range pixels read the nearest pixel),
+as ``cv2.medianBlur`` does; OpenCV's Laplacian and bilateral filter reflect instead
+(BORDER_REFLECT_101), so they differ from these at the outermost pixels only.
 
 - ``median_blur(x, ksize=3)``: the median of each ``ksize`` x ``ksize`` window, ksize 1, 3 or 5
   (``cv2.medianBlur``'s sizes for float images). A window holding a NaN gives NaN.

@@ -226,6 +226,9 @@ CALLS.update({
     "bilateral_filter": lambda: ((_r((7, 9)),), {"d": 5, "sigma_color": 0.5,
                                                   "sigma_space": 1.0}),
     "integral_image": lambda: ((_r((2, 7, 9)),), {}),
+    **{n: (lambda: ((_r((3, 2, 5), low=0.0, high=1.0),), {})) for n in (
+        "rgb_to_gray", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv")},
+    "yuv_to_rgb": lambda: ((_r((4, 3), "float64"),), {"axis": -1}),
 })
 # -- end of the morphology ... quantized block ----------------------------------------------------
 

@@ -1462,6 +1462,71 @@ def _():
         out = torch.cumsum(torch.cumsum(x.to(acc), -2), -1)
         return out.to(torch.int32 if not x.is_floating_point() else x.dtype)
     return make, ref
+# colour conversions: torch has none; torchvision's formulas composed from torch ops (its
+# _rgb2hsv and _hsv2rgb, without the clamp it applies to p, q, t) and BT.601 matrices.
+def _rgb_make(size, dt):
+    rng = _rng(size)
+    if np.dtype(dt).kind == "u":
+        return (rng.integers(0, 256, (2, 3, 4, 5) if size == "small" else (3, 7, 3)).astype(dt),
+                ), ({} if size == "small" else {"axis": -1})
+    x = rng.uniform(0, 1, (2, 3, 4, 5) if size == "small" else (3, 7, 3)).astype(dt)
+    return (x,), ({} if size == "small" else {"axis": -1})
+
+
+def _on_axis(fn):
+    """A torch function of channels-first [.., 3, ...] made to take axis= like the ops."""
+    def ref(x, axis=-3):
+        return torch.movedim(fn(torch.movedim(x, axis, 0)), 0, axis)
+    return ref
+
+
+def _t_gray(x):
+    if x.dtype == torch.uint8:
+        s = x[0].long() * 299 + x[1].long() * 587 + x[2].long() * 114
+        return torch.div(s + 500, 1000, rounding_mode="floor").to(torch.uint8)[None]
+    return (0.299 * x[0] + 0.587 * x[1] + 0.114 * x[2])[None]
+
+
+def _t_hsv(x):
+    r, g, b = x.to(torch.float64)
+    maxc, minc = torch.max(torch.max(r, g), b), torch.min(torch.min(r, g), b)
+    eqc = maxc == minc
+    cr = maxc - minc
+    s = cr / torch.where(eqc, torch.ones_like(maxc), maxc)
+    div = torch.where(eqc, torch.ones_like(cr), cr)
+    rc, gc, bc = (maxc - r) / div, (maxc - g) / div, (maxc - b) / div
+    hr = (maxc == r) * (bc - gc)
+    hg = ((maxc == g) & (maxc != r)) * (2.0 + rc - bc)
+    hb = ((maxc != g) & (maxc != r)) * (4.0 + gc - rc)
+    h = torch.fmod((hr + hg + hb) / 6.0 + 1.0, 1.0)
+    return torch.stack([h, s, maxc]).to(x.dtype)
+
+
+def _t_rgb(x):
+    h, s, v = x.to(torch.float64)
+    i = torch.floor(h * 6.0)
+    f = h * 6.0 - i
+    i = i.to(torch.int64) % 6
+    p, q, t = v * (1.0 - s), v * (1.0 - s * f), v * (1.0 - s * (1.0 - f))
+    mask = i[None] == torch.arange(6).reshape((6,) + (1,) * i.dim())
+    sectors = ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))
+    return torch.stack([(mask * torch.stack(c)).sum(0) for c in sectors]).to(x.dtype)
+
+
+_YUV = torch.tensor([[0.299, 0.587, 0.114],
+                     [-0.436 * 0.299 / 0.886, -0.436 * 0.587 / 0.886, 0.436],
+                     [0.615, -0.615 * 0.587 / 0.701, -0.615 * 0.114 / 0.701]], dtype=torch.float64)
+
+
+def _t_mix(m):
+    return lambda x: torch.einsum("ij,j...->i...", m, x.to(torch.float64)).to(x.dtype)
+
+
+CASES["rgb_to_gray"] = (_MORPH_DTS, _rgb_make, _on_axis(_t_gray))
+CASES["rgb_to_hsv"] = (FLOATS, _rgb_make, _on_axis(_t_hsv))
+CASES["hsv_to_rgb"] = (FLOATS, _rgb_make, _on_axis(_t_rgb))
+CASES["rgb_to_yuv"] = (FLOATS, _rgb_make, _on_axis(_t_mix(_YUV)))
+CASES["yuv_to_rgb"] = (FLOATS, _rgb_make, _on_axis(_t_mix(torch.linalg.inv(_YUV))))
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

@@ -97,3 +97,54 @@ def _integral_image(built, dims, lanes):
     (rx,) = built.funcs["rows"].updates[0]
     ds.append(D("serial", "rows", 1, var=rx))     # a running sum: one element after another
     return ds
+
+
+# -- colour conversions -------------------------------------------------------------------------
+
+#: Pixels per parallel task of a colour conversion.
+COLOR_BLOCK = 1 << 13
+
+
+def _color(built, dims, lanes):
+    """``out[n, c, b]``: vectors of pixels, the (3 or 1) channels unrolled inside each vector so
+    every channel's ``select`` on ``c`` folds away and the pixel's inputs are read once.
+    Channels-last images (N == 1: the colour axis is the last one) take their vectors across
+    pixels ``b`` instead, with stride-3 loads and stores."""
+    N, B = dims.get("N", 1), dims.get("B", 1)
+    C = dims.get("CO", dims.get("C", 3))
+    c = "c" if "c" in built.funcs["out"].args else "co"
+    along, other = ("n", "b") if N >= lanes or N >= B else ("b", "n")
+    extent = N if along == "n" else B
+    vec = _pow2_at_most(extent, lanes) if extent >= 4 else 1
+    ds = []
+    inner, outer = along, along
+    if vec > 1:
+        ds.append(D("split", "out", var=along, outer=f"{along}o", inner=f"{along}i",
+                    factor=vec, tail="shift_inwards"))
+        inner, outer = f"{along}i", f"{along}o"
+    if along == "n":
+        order = [inner, c, outer, "b"] if vec > 1 else [inner, c, "b"]
+    else:
+        order = [inner, c, "n", outer] if vec > 1 else [inner, c, "n"]
+    ds.append(D("reorder", "out", vars=order))
+    if vec > 1:
+        ds.append(D("vectorize", "out", var=inner))
+    if C > 1:
+        ds += [D("bound", "out", var=c, min=0, extent=C),
+               D("unroll", "out", var=c)]
+    if N * B * C >= 2 * MIN_TASK_ELEMS:
+        last = order[-1]
+        if vec > 1 and extent >= 2 * COLOR_BLOCK:
+            ds += [D("split", "out", var=outer, outer="t", inner="tv", factor=COLOR_BLOCK // vec)]
+            if along == "n":
+                ds += [D("fuse", "out", inner="t", outer="b", fused="task"),
+                       D("parallel", "out", var="task")]
+            else:
+                ds.append(D("parallel", "out", var="t"))
+        else:
+            ds.append(D("parallel", "out", var=last))
+    return ds
+
+
+for _name in ("rgb_to_gray", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv", "yuv_to_rgb"):
+    template(_name)(_color)
