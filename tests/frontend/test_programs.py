@@ -63,6 +63,9 @@ _PARAMS = {
     "max_pool3d": {"kernel_d": 2, "kernel_h": 3, "kernel_w": 2},
     "avg_pool3d": {"kernel_d": 3, "kernel_h": 2, "kernel_w": 2},
     "affine_grid": {"height": 5, "width": 7},
+    # image ops added for issue 15 (morphology ... quantized ops)
+    **{n: {"height": 7, "width": 9} for n in ("resize_nearest", "resize_bicubic", "warp_affine",
+                                               "warp_perspective")},
 }
 
 

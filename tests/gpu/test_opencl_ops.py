@@ -31,6 +31,9 @@ PARAMS = {
     "max_pool3d": dict(kernel_d=2, kernel_h=3, kernel_w=2),
     "avg_pool3d": dict(kernel_d=3, kernel_h=2, kernel_w=2),
     "affine_grid": dict(height=5, width=7),
+    # image ops added for issue 15 (morphology ... quantized ops)
+    **{n: dict(height=5, width=7) for n in ("resize_nearest", "resize_bicubic", "warp_affine",
+                                             "warp_perspective")},
 }
 #: Shapes that the op's example cannot be shrunk to by clipping each dim.
 SHAPES = {"lstm_cell": {"B": 2, "IN": 5, "HID": 4, "G": 16}}

@@ -229,6 +229,11 @@ CALLS.update({
     **{n: (lambda: ((_r((3, 2, 5), low=0.0, high=1.0),), {})) for n in (
         "rgb_to_gray", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv")},
     "yuv_to_rgb": lambda: ((_r((4, 3), "float64"),), {"axis": -1}),
+    "resize_nearest": lambda: ((_r((2, 7, 9)),), {"height": 5, "width": 13}),
+    "resize_bicubic": lambda: ((_r((7, 9), "float64"),), {"height": 11, "width": 4}),
+    "warp_affine": lambda: ((_r((2, 7, 9)), np.array([[1.0, 0.2, 0.5], [-0.1, 0.9, 1.0]])), {}),
+    "warp_perspective": lambda: ((_r((7, 9)), np.array([[1.0, 0.2, 0.5], [-0.1, 0.9, 1.0],
+                                                        [0.01, 0.0, 1.0]], F32)), {}),
 })
 # -- end of the morphology ... quantized block ----------------------------------------------------
 

@@ -1527,6 +1527,63 @@ CASES["rgb_to_hsv"] = (FLOATS, _rgb_make, _on_axis(_t_hsv))
 CASES["hsv_to_rgb"] = (FLOATS, _rgb_make, _on_axis(_t_rgb))
 CASES["rgb_to_yuv"] = (FLOATS, _rgb_make, _on_axis(_t_mix(_YUV)))
 CASES["yuv_to_rgb"] = (FLOATS, _rgb_make, _on_axis(_t_mix(torch.linalg.inv(_YUV))))
+@case("resize_nearest", _MORPH_DTS)
+def _():
+    def make(size, dt):
+        (x,), _ = _morph_make(size, dt)
+        if size == "small":
+            return (x,), {"height": 16, "width": 5}
+        return (x,), {"height": 7, "width": 29, "mode": "nearest-exact"}
+    return make, lambda x, height, width, mode="nearest": F.interpolate(
+        x[None], size=(height, width), mode=mode)[0]
+
+
+@case("resize_bicubic")
+def _():
+    def make(size, dt):
+        if size == "small":
+            return (_img(size, dt),), {"height": 16, "width": 5}
+        return (_img(size, dt),), {"height": 7, "width": 29, "align_corners": True}
+    return make, lambda x, height, width, align_corners=False: F.interpolate(
+        x[None], size=(height, width), mode="bicubic", align_corners=align_corners)[0]
+
+
+def _warp_sample(x, inv, size, perspective):
+    """x [..., H, W] sampled at inv (3 x 3, destination -> source pixel coordinates) through
+    F.grid_sample (bilinear, zeros, align_corners=True: pixel centers at the normalized ends)."""
+    h, w = x.shape[-2:]
+    oh, ow = size if size is not None else (h, w)
+    yy, xx = torch.meshgrid(torch.arange(oh, dtype=torch.float64),
+                            torch.arange(ow, dtype=torch.float64), indexing="ij")
+    src = torch.einsum("ij,jhw->ihw", inv, torch.stack([xx, yy, torch.ones_like(xx)]))
+    sx, sy = (src[0] / src[2], src[1] / src[2]) if perspective else (src[0], src[1])
+    grid = torch.stack([2 * sx / (w - 1) - 1, 2 * sy / (h - 1) - 1], -1)[None]
+    x4 = x.reshape(1, -1, h, w).to(torch.float64)
+    out = F.grid_sample(x4, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+    return out.reshape(x.shape[:-2] + (oh, ow)).to(x.dtype)
+
+
+def _warp_case(rows):
+    def make(size, dt):
+        rng = _rng(size)
+        x = _img(size, dt)
+        m = np.eye(3)[:rows] + rng.uniform(-0.2, 0.2, (rows, 3)) * np.array([1, 1, 10])
+        if rows == 3:
+            m[2] = [2e-3, -1e-3, 1.0]
+        if size == "small":
+            return (x, m), {}
+        return (x, m), {"size": (9, 14), "inverse_map": True}
+
+    def ref(x, matrix, size=None, inverse_map=False):
+        full = torch.eye(3, dtype=torch.float64)
+        full[:rows] = matrix
+        inv = full if inverse_map else torch.linalg.inv(full)
+        return _warp_sample(x, inv, size, rows == 3)
+    return make, ref
+
+
+CASES["warp_affine"] = (FLOATS, *_warp_case(2))
+CASES["warp_perspective"] = (FLOATS, *_warp_case(3))
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

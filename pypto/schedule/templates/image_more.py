@@ -9,7 +9,7 @@ full byte vector width (the blurs halve it for their wider sums).
 
 from __future__ import annotations
 
-from ..defaults import D, MIN_TASK_ELEMS, _pow2_at_most, template
+from ..defaults import D, MIN_TASK_ELEMS, _pow2_at_most, output_directives, template
 from .image import _separable
 
 
@@ -148,3 +148,41 @@ def _color(built, dims, lanes):
 
 for _name in ("rgb_to_gray", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv", "yuv_to_rgb"):
     template(_name)(_color)
+
+
+# -- resizes and warps --------------------------------------------------------------------------
+
+@template("resize_nearest")
+def _resize_nearest(built, dims, lanes):
+    """The generic output schedule with the row and column indices computed once, up front."""
+    ds = output_directives("out", built.funcs["out"].args, dims, lanes)
+    ds += [D("compute_root", "rows"), D("compute_root", "cols")]
+    return ds
+
+
+@template("resize_bicubic")
+def _resize_bicubic(built, dims, lanes):
+    """Tap indices and weights once per axis; the horizontal pass over every input row it needs
+    (in parallel, vectorized along the output columns), then the vertical pass."""
+    ds = output_directives("out", built.funcs["out"].args, dims, lanes)
+    for f in ("xi", "xw", "yi", "yw"):
+        ds.append(D("compute_root", f))
+    OW = dims.get("OW", 1)
+    ds.append(D("compute_root", "horiz"))
+    if OW >= 4:
+        ds.append(D("vectorize", "horiz", var="ow", factor=_pow2_at_most(OW, lanes)))
+    if dims.get("H", 1) * OW * dims.get("B", 1) >= 2 * MIN_TASK_ELEMS:
+        ds += [D("fuse", "horiz", inner="h", outer="b", fused="hb"),
+               D("parallel", "horiz", var="hb")]
+    return ds
+
+
+def _warp(built, dims, lanes):
+    """The output in vectors along its rows, rows in parallel; the 3 x 3 inverse per image is
+    computed once, up front."""
+    return output_directives("out", built.funcs["out"].args, dims, lanes) + [
+        D("compute_root", "inv")]
+
+
+template("warp_affine")(_warp)
+template("warp_perspective")(_warp)
