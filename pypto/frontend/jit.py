@@ -336,8 +336,9 @@ class _Recorder:
                              f"kernel (at {node.where})")
         return ("const", node.value)
 
-    def run_segment(self, ctx, wanted: list[T.Tensor], budget: int = FUNC_BUDGET
+    def run_segment(self, ctx, wanted: list[T.Tensor], budget: int | None = None
                     ) -> list[np.ndarray]:
+        budget = FUNC_BUDGET if budget is None else budget
         graph = Graph(wanted, ctx.materialized)
         ops = [n for n in graph.nodes if n.kind == "op"]
         if len(ops) > budget:
