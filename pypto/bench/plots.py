@@ -66,7 +66,7 @@ def plot_speedups(report: Mapping[str, Any], path: str, *, groups: Sequence[str]
     ax.set_xticks(range(len(items)))
     ax.set_xticklabels([f"{it['op']}\n{_short(it['shape'])}" for it in items], fontsize=7, rotation=30,
                        ha="right")
-    ax.set_title(f"Side by side, median of interleaved runs\n{_subtitle(report['machine'])}", fontsize=10)
+    ax.set_title(f"Side by side, fair protocol (pause, warm call, rotating order)\n{_subtitle(report['machine'])}", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()

@@ -85,9 +85,12 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     """Measure OPS (default: the whole suite) side by side with their peers, verified first.
 
     Every implementation's output is compared with the op's NumPy reference before it is timed;
-    one that differs is reported and left out. The rest run interleaved in this process, and the
-    median of the rounds is reported with its spread. NumPy runs with OPENBLAS_CORETYPE and
-    OPENBLAS_L2_SIZE unset (the command restarts itself without them).
+    one that differs is reported and left out. The rest are timed with the fair protocol: before
+    each candidate's turn a 0.3 s pause (other libraries' threads stop spinning) and an untimed
+    call of the same candidate, then a single call and a block of back-to-back calls, the order
+    rotating each round; medians and spread are reported for both. PyPTO is timed as users call
+    it (fresh output) and with out= where a peer writes into a preallocated output. NumPy runs
+    with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (the command restarts itself without them).
     """
     if overhead:
         _overhead(quick, json_out, "torch" in compare)
@@ -123,7 +126,8 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
         head = (f"Measured by `pypto bench` on {m['cpu']} ({m['cores']} cores), {m['date'][:10]}; "
                 f"Python {m['python']}, Halide {m['halide']}, NumPy {m['numpy']} ({m['blas']})"
                 + (f", PyTorch {m['torch']}" if m.get("torch") else "") + ". Milliseconds, median of "
-                "interleaved rounds (± spread when over 10%); ratios above 1 mean PyPTO is faster; "
+                "single calls, each after a 0.3 s pause and an untimed call of the same candidate, "
+                "order rotating (± spread when over 10%); ratios above 1 mean PyPTO is faster; "
                 "x = not timed: it failed to build or run, or its output differed from the reference "
                 "(the reason is in the JSON report); - = not measured.")
         replace_block(readme, "bench", head + "\n\n" + table)
