@@ -381,9 +381,10 @@ def _warp_algorithm(x, matrix, rows, inverse_map, dims):
         rz = hl.select(wz != 0, 1.0 / hl.select(wz != 0, wz, hl.f64(1.0)), hl.f64(0.0))
         sx, sy = sx * rz, sy * rz
     # Far-away coordinates are clamped before the integer conversion (they sample nothing).
+    # Strict: the tap index and its weight must come from the same rounding of the coordinate.
     big = hl.f64(float(1 << 30))
-    sx = hl.clamp(sx, -big, big)
-    sy = hl.clamp(sy, -big, big)
+    sx = hl.strict_float(hl.clamp(sx, -big, big))
+    sy = hl.strict_float(hl.clamp(sy, -big, big))
     fx0, fy0 = hl.floor(sx), hl.floor(sy)
     x0, y0 = hl.cast(hl.Int(32), fx0), hl.cast(hl.Int(32), fy0)
     wt = t if t.is_float() else hl.Float(32)

@@ -234,7 +234,9 @@ CALLS.update({
     "warp_affine": lambda: ((_r((2, 7, 9)), np.array([[1.0, 0.2, 0.5], [-0.1, 0.9, 1.0]])), {}),
     "warp_perspective": lambda: ((_r((7, 9)), np.array([[1.0, 0.2, 0.5], [-0.1, 0.9, 1.0],
                                                         [0.01, 0.0, 1.0]], F32)), {}),
+    "histogram": lambda: ((_r((3, 7)),), {"bins": 5, "range": (-1, 1)}),
 })
+ONE_BYTE_ONLY = ONE_BYTE_ONLY | {"equalize_hist"}    # uint8 images only
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

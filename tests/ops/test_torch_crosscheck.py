@@ -1584,6 +1584,47 @@ def _warp_case(rows):
 
 CASES["warp_affine"] = (FLOATS, *_warp_case(2))
 CASES["warp_perspective"] = (FLOATS, *_warp_case(3))
+@case("histogram", FLOATS + ("uint8", "int32"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if np.dtype(dt).kind in "iu":
+            return (rng.integers(0, 200, (5, 37)).astype(dt),), \
+                ({"bins": 20, "range": (0, 200)} if size == "small" else {"bins": 7})
+        x = rng.normal(0, 1, (5, 37) if size == "small" else (1001,)).astype(dt)
+        return (x,), ({"bins": 8, "range": (-2, 2)} if size == "small" else {"bins": 13})
+
+    def ref(x, bins=10, range=None):
+        xd = x.to(torch.float64)
+        lo, hi = (float(xd.min()), float(xd.max())) if range is None else map(float, range)
+        counts = torch.histc(xd, bins, lo, hi).to(torch.int64)
+        # The documented edges, i * step + lo and hi at the end (torch.linspace rounds
+        # differently in the last bit).
+        edges = torch.arange(bins + 1, dtype=torch.float64) * ((hi - lo) / bins) + lo
+        edges[-1] = hi
+        return counts, edges
+    return make, ref
+
+
+@case("equalize_hist", ("uint8",))
+def _():
+    # torch has no equalization (torchvision's equalize follows PIL, not OpenCV): the
+    # documented cv2.equalizeHist formula composed from torch.bincount, cumsum and round.
+    def make(size, dt):
+        rng = _rng(size)
+        shape = (2, 8, 9) if size == "small" else (3, 17, 13)
+        return (np.minimum(rng.exponential(30.0, shape), 255).astype(dt),), {}
+
+    def ref(x):
+        out = torch.empty_like(x)
+        for i, img in enumerate(x.reshape(-1, *x.shape[-2:])):
+            hist = torch.bincount(img.reshape(-1).long(), minlength=256)
+            first = hist[hist > 0][0]
+            scale = torch.tensor(255.0, dtype=torch.float32) / (img.numel() - first).float()
+            lut = torch.round((torch.cumsum(hist, 0) - first).float() * scale)
+            out.reshape(-1, *x.shape[-2:])[i] = lut.clamp(0, 255).to(torch.uint8)[img.long()]
+        return out
+    return make, ref
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

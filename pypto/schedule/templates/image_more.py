@@ -186,3 +186,56 @@ def _warp(built, dims, lanes):
 
 template("warp_affine")(_warp)
 template("warp_perspective")(_warp)
+
+
+# -- histograms ---------------------------------------------------------------------------------
+
+#: Elements per parallel chunk of a histogram (each chunk counts into its own partial
+#: histogram; the partials are added at the end).
+HIST_CHUNK = 1 << 16
+
+
+@template("histogram")
+def _histogram(built, dims, lanes):
+    """Chunks of the input in parallel (``rfactor``): per chunk, the bin of every value is
+    computed in vectors into a small buffer, then counted one by one; the partial histograms
+    are summed."""
+    N = dims.get("N", 1)
+    (r,) = built.funcs["counts"].updates[0]
+    ds = output_directives("out", ("k",), dims, lanes) + [D("compute_root", "counts")]
+    vec = _pow2_at_most(N, 2 * lanes) if N >= 4 else 1     # int32 slots: twice the int64 lanes
+    if N >= 2 * HIST_CHUNK:
+        ds += [D("split", "counts", 1, var=r, outer="ro", inner="ri", factor=HIST_CHUNK,
+                 tail="guard_with_if"),
+               D("rfactor", "counts", 1, pairs=[["ro", "u"]], intm="partial"),
+               D("compute_root", "partial"),
+               D("parallel", "partial", 1, var="u"),
+               D("compute_at", "slot", at="partial", var="u")]
+    else:
+        ds.append(D("compute_root", "slot"))
+    if vec > 1:
+        ds.append(D("vectorize", "slot", var="n", factor=vec))
+    return ds
+
+
+@template("equalize_hist")
+def _equalize_hist(built, dims, lanes):
+    """Per image: the histogram (rows in parallel chunks for a single image, images in
+    parallel otherwise), its running sum and the 256-entry table, then the lookup in vectors."""
+    H, W, B = dims.get("H", 1), dims.get("W", 1), dims.get("B", 1)
+    ds = output_directives("out", ("w", "h", "b"), dims, lanes)
+    ds.append(D("compute_root", "hist"))
+    rx, ry = built.funcs["hist"].updates[0]
+    rows = max(1, HIST_CHUNK // max(W, 1))
+    if B == 1 and H >= 2 * rows:
+        ds += [D("split", "hist", 1, var=ry, outer="ryo", inner="ryi", factor=rows,
+                 tail="guard_with_if"),
+               D("rfactor", "hist", 1, pairs=[["ryo", "u"]], intm="hist_part"),
+               D("compute_root", "hist_part"),
+               D("parallel", "hist_part", 1, var="u")]
+    elif B > 1 and H * W * B >= 2 * HIST_CHUNK:
+        ds.append(D("parallel", "hist", 1, var="b"))
+    for f in ("cdf", "first", "lut"):
+        ds.append(D("compute_root", f))
+    ds.append(D("vectorize", "lut", var="v", factor=lanes))
+    return ds
