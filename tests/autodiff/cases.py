@@ -254,6 +254,97 @@ CASES = {
 }
 
 
+# -- convolutions, pooling, spatial transformers, cells, rotary, masked attention -------------------
+# (their own generator, so the draws of the cases above stay as they were)
+_rng2 = np.random.default_rng(1414)
+
+
+def _n(*shape):
+    return _rng2.standard_normal(shape)
+
+
+def _pixels(n, shape, lo, hi, frac):
+    """Pixel positions in [lo, hi) whose fractional parts lie in ``frac`` (clear of the integer
+    pixels where bilinear weights kink, or of the halves where nearest jumps)."""
+    base = _rng2.integers(lo, hi, shape).astype(np.float64)
+    return base + _rng2.uniform(frac[0], frac[1], shape)
+
+
+def _grid(h, w, oh, ow, align, frac=(0.15, 0.85), margin=1):
+    """A sampling grid [2, OH, OW, 2] of normalized positions, some outside the image."""
+    px = _pixels(w, (2, oh, ow), -margin - 1, w + margin, frac)
+    py = _pixels(h, (2, oh, ow), -margin - 1, h + margin, frac)
+
+    def norm(p, n):
+        return 2 * p / (n - 1) - 1 if align else (2 * p + 1) / n - 1
+    return np.stack([norm(px, w), norm(py, h)], axis=-1)
+
+
+def _rnn_inputs(relu):
+    """x, h, weights and biases of a 3-step batch whose pre-activations keep clear of 0."""
+    while True:
+        x, h, wi, wh, bi, bh = _n(3, 4), _n(3, 5), _n(5, 4), _n(5, 5), _n(5), _n(5)
+        pre = x @ wi.T + bi + h @ wh.T + bh
+        if not relu or np.abs(pre).min() > 0.05:
+            return [x, h, wi, wh, bi, bh]
+
+
+_NEAR = (0.1, 0.4)      # nearest sampling: fractional parts clear of 0.5
+_SCALES = _n(4, 6)      # rotary tables: not HF's duplicated halves, to test the general rule
+
+CASES.update({
+    "conv1d": (lambda x, w, b: o.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+               [_n(2, 4, 8), _n(6, 2, 3), _n(6)]),
+    "conv1d[plain]": (lambda x, w: o.conv1d(x, w), [_n(1, 3, 6), _n(2, 3, 3)]),
+    "conv3d": (lambda x, w, b: o.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 1, 0),
+                                        dilation=(1, 1, 2), groups=2),
+               [_n(1, 2, 4, 6, 4), _n(4, 1, 2, 3, 2), _n(4)]),
+    "conv_transpose1d": (lambda x, w, b: o.conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                            output_padding=1, groups=2),
+                         [_n(2, 4, 5), _n(4, 3, 3), _n(6)]),
+    "conv_transpose1d[dil]": (lambda x, w: o.conv_transpose1d(x, w, dilation=3,
+                                                              output_padding=2),
+                              [_n(1, 2, 4), _n(2, 2, 2)]),
+    "conv_transpose2d": (lambda x, w, b: o.conv_transpose2d(
+        x, w, b, stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2,
+        dilation=(1, 2)), [_n(1, 4, 3, 4), _n(4, 2, 3, 2), _n(4)]),
+    "avg_pool1d": (lambda x: o.avg_pool1d(x, 3, 2, 1), [_n(2, 3, 9)]),
+    "avg_pool1d[exclude]": (lambda x: o.avg_pool1d(x, 3, 2, 1, count_include_pad=False),
+                            [_n(2, 3, 9)]),
+    "avg_pool3d": (lambda x: o.avg_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0)),
+                   [_n(1, 2, 4, 5, 4)]),
+    "avg_pool3d[exclude]": (lambda x: o.avg_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0),
+                                                   count_include_pad=False),
+                            [_n(1, 2, 4, 5, 4)]),
+    "max_pool1d": (lambda x: o.max_pool1d(x, 3, 2, 1), [_n(2, 3, 9)]),
+    "max_pool3d": (lambda x: o.max_pool3d(x, 2, (2, 1, 2), (1, 0, 1)), [_n(1, 2, 4, 5, 4)]),
+    "affine_grid": (lambda t: o.affine_grid(t, (2, 1, 3, 4)), [_n(2, 2, 3)]),
+    "affine_grid[corners]": (lambda t: o.affine_grid(t, (2, 1, 4, 2), align_corners=True),
+                             [_n(2, 2, 3)]),
+    "grid_sample": (o.grid_sample, [_n(2, 3, 4, 5), _grid(4, 5, 3, 4, False)]),
+    "grid_sample[border]": (lambda x, g: o.grid_sample(x, g, padding_mode="border",
+                                                       align_corners=True),
+                            [_n(2, 3, 4, 5), _grid(4, 5, 3, 4, True)]),
+    "grid_sample[nearest]": (lambda x, g: o.grid_sample(x, g, mode="nearest"),
+                             [_n(2, 3, 4, 5), _grid(4, 5, 3, 4, False, _NEAR)]),
+    "gru_cell": (o.gru_cell, [_n(3, 4), _n(3, 5), _n(15, 4), _n(15, 5), _n(15), _n(15)]),
+    "rnn_cell": (o.rnn_cell, _rnn_inputs(False)),
+    "rnn_cell[relu]": (lambda *a: o.rnn_cell(*a, nonlinearity="relu"), _rnn_inputs(True)),
+    "rotary_embedding": (o.rotary_embedding, [_n(2, 3, 4, 6), np.cos(_SCALES),
+                                              np.sin(_SCALES)]),
+    "rotary_embedding[per_sample]": (o.rotary_embedding, [_n(2, 3, 4, 6), _n(2, 1, 4, 6),
+                                                          _n(2, 1, 4, 6)]),
+    "masked_attention": (lambda q, k, v, m: o.scaled_dot_product_attention(q, k, v,
+                                                                           attn_mask=m),
+                         [_n(2, 2, 3, 4), _n(2, 2, 5, 4), _n(2, 2, 5, 3), _n(3, 5)]),
+    "masked_attention[causal]": (lambda q, k, v: o.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.7), [_n(1, 2, 4, 3), _n(1, 2, 4, 3), _n(1, 2, 4, 2)]),
+    "masked_attention[lengths]": (lambda q, k, v: o.scaled_dot_product_attention(
+        q, k, v, attn_mask=np.array([[True, False, True, True, True]]),
+        lengths=np.array([3, 0]), kv_lengths=np.array([4, 2])),
+        [_n(2, 2, 3, 4), _n(2, 2, 5, 4), _n(2, 2, 5, 3)]),
+})
+
 #: Cases where torch differentiates only some arguments (class and element weights are
 #: constants to torch): the arguments compared.
 TORCH_ARGS = {"binary_cross_entropy": (0, 1), "binary_cross_entropy_with_logits": (0, 1),
@@ -357,4 +448,43 @@ def torch_cases():
         "vector_norm[3]": lambda x: torch.linalg.vector_norm(x, 3, dim=1),
         "group_norm": lambda x, w, b: F.group_norm(x, 2, w, b),
         "instance_norm": lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+        "conv1d": lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+        "conv1d[plain]": F.conv1d,
+        "conv3d": lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 1, 0),
+                                           dilation=(1, 1, 2), groups=2),
+        "conv_transpose1d": lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                               output_padding=1, groups=2),
+        "conv_transpose1d[dil]": lambda x, w: F.conv_transpose1d(x, w, dilation=3,
+                                                                 output_padding=2),
+        "conv_transpose2d": lambda x, w, b: F.conv_transpose2d(
+            x, w, b, stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2,
+            dilation=(1, 2)),
+        "avg_pool1d": lambda x: F.avg_pool1d(x, 3, 2, 1),
+        "avg_pool1d[exclude]": lambda x: F.avg_pool1d(x, 3, 2, 1, count_include_pad=False),
+        "avg_pool3d": lambda x: F.avg_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0)),
+        "avg_pool3d[exclude]": lambda x: F.avg_pool3d(x, (2, 3, 2), (2, 1, 2), (1, 1, 0),
+                                                      count_include_pad=False),
+        "max_pool1d": lambda x: F.max_pool1d(x, 3, 2, 1),
+        "max_pool3d": lambda x: F.max_pool3d(x, 2, (2, 1, 2), (1, 0, 1)),
+        "affine_grid": lambda t: F.affine_grid(t, (2, 1, 3, 4), align_corners=False),
+        "affine_grid[corners]": lambda t: F.affine_grid(t, (2, 1, 4, 2), align_corners=True),
+        "grid_sample": lambda x, g: F.grid_sample(x, g, align_corners=False),
+        "grid_sample[border]": lambda x, g: F.grid_sample(x, g, padding_mode="border",
+                                                          align_corners=True),
+        "grid_sample[nearest]": lambda x, g: F.grid_sample(x, g, mode="nearest",
+                                                           align_corners=False),
+        "gru_cell": torch.gru_cell, "rnn_cell": torch.rnn_tanh_cell,
+        "rnn_cell[relu]": torch.rnn_relu_cell,
+        "rotary_embedding": _torch_rotary, "rotary_embedding[per_sample]": _torch_rotary,
+        "masked_attention": lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v,
+                                                                             attn_mask=m),
+        "masked_attention[causal]": lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, scale=0.7),
     }
+
+
+def _torch_rotary(x, cos, sin):
+    import torch
+
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
