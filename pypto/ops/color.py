@@ -154,7 +154,7 @@ def _hsv_np(x):
     h[green] = (2.0 + (b - r) / safe)[green]
     h[blue] = (4.0 + (r - g) / safe)[blue]
     h = np.mod(h / 6.0, 1.0)
-    h[h >= 1.0] -= 1.0      # np.mod(-tiny, 1.0) rounds to 1.0
+    h = np.where(h >= 1.0, h - 1.0, h)      # np.mod(-tiny, 1.0) rounds to 1.0
     return np.stack([h, s, v], axis=-1).astype(x.dtype)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import ParamError
 from ._op import Param, op
-from .elementwise import _exp
+from .elementwise import _exp, _is_nan
 from .image import _clamped, _const, _edge_pad, _taps, _to_bhw
 
 _FLOATS = ["float32", "float64"]
@@ -64,7 +64,7 @@ def _median_validate(dims, params):
 
 
 def _any_nan(vals):
-    return _taps([hl.cast(hl.UInt(8), hl.is_nan(v)) for v in vals]) > 0
+    return _taps([hl.cast(hl.UInt(8), _is_nan(v)) for v in vals]) > 0
 
 
 @op(category="image", inputs={"x": "B H W"}, output="B H W",

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ParamError
 from ._op import Param, op
+from .elementwise import _is_nan
 from .image import _to_bhw
 
 _DTYPES = ["float32", "float64", "uint8"]
@@ -148,7 +149,8 @@ def _pick(kind: str, is_float: bool):
     def nan_max(a, b):
         a, b = _expr(a), _expr(b)
         better = (a > b) if kind == "max" else (a < b)
-        return hl.select(better | hl.is_nan(a), a, b)
+        # NaN tested on the bits (hl.is_nan here broke the vectorizer in fused programs).
+        return hl.select(better | _is_nan(a), a, b)
     return nan_max
 
 
