@@ -343,6 +343,18 @@ CASES.update({
         q, k, v, attn_mask=np.array([[True, False, True, True, True]]),
         lengths=np.array([3, 0]), kv_lengths=np.array([4, 2])),
         [_n(2, 2, 3, 4), _n(2, 2, 5, 4), _n(2, 2, 5, 3)]),
+    # morphology, filters, colour maps
+    "dilate": (lambda x: o.dilate(x, np.array([[0, 1, 0], [1, 1, 1], [0, 1, 1]])),
+               [_n(2, 5, 6)]),
+    "erode": (lambda x: o.erode(x, (2, 3)), [_n(2, 5, 6)]),
+    "morph_open": (lambda x: o.morph_open(x, 3), [_n(2, 5, 6)]),
+    "morph_close": (lambda x: o.morph_close(x, (3, 2)), [_n(2, 5, 6)]),
+    "laplacian": (o.laplacian, [_n(2, 4, 5)]),
+    "laplacian[3]": (lambda x: o.laplacian(x, ksize=3), [_n(2, 4, 5)]),
+    "integral_image": (o.integral_image, [_n(2, 3, 4)]),
+    "rgb_to_gray": (o.rgb_to_gray, [_n(2, 3, 2, 3)]),
+    "rgb_to_yuv": (lambda x: o.rgb_to_yuv(x, axis=-1), [_n(2, 3, 3)]),
+    "yuv_to_rgb": (o.yuv_to_rgb, [_n(3, 2, 4)]),
 })
 
 #: Cases where torch differentiates only some arguments (class and element weights are
@@ -480,6 +492,10 @@ def torch_cases():
                                                                              attn_mask=m),
         "masked_attention[causal]": lambda q, k, v: F.scaled_dot_product_attention(
             q, k, v, is_causal=True, scale=0.7),
+        "laplacian": lambda x: F.conv2d(F.pad(x[:, None], (1, 1, 1, 1), mode="replicate"),
+                                        torch.tensor([[[[0.0, 1, 0], [1, -4, 1], [0, 1, 0]]]],
+                                                     dtype=x.dtype))[:, 0],
+        "integral_image": lambda x: x.cumsum(-2).cumsum(-1),
     }
 
 
