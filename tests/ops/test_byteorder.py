@@ -235,6 +235,12 @@ CALLS.update({
     "warp_perspective": lambda: ((_r((7, 9)), np.array([[1.0, 0.2, 0.5], [-0.1, 0.9, 1.0],
                                                         [0.01, 0.0, 1.0]], F32)), {}),
     "histogram": lambda: ((_r((3, 7)),), {"bins": 5, "range": (-1, 1)}),
+    "einsum": lambda: ((_r((3, 5)), _r((5, 4), seed=1)), {"subscripts": "ij,jk->ki"}),
+    "outer": lambda: ((_r((3,), "int64"), _r((5,), "int64", seed=1)), {}),
+    "addmm": lambda: ((_r((4,)), _r((3, 5), seed=1), _r((5, 4), seed=2)), {"beta": 0.5}),
+    "baddbmm": lambda: ((_r((2, 3, 4), "float64"), _r((2, 3, 5), "float64", seed=1),
+                         _r((2, 5, 4), "float64", seed=2)), {"alpha": 2.0}),
+    "trace": lambda: ((_r((2, 4, 3), "int32"),), {"axis1": 1, "axis2": 2}),
 })
 ONE_BYTE_ONLY = ONE_BYTE_ONLY | {"equalize_hist"}    # uint8 images only
 # -- end of the morphology ... quantized block ----------------------------------------------------

@@ -1625,6 +1625,63 @@ def _():
             out.reshape(-1, *x.shape[-2:])[i] = lut.clamp(0, 255).to(torch.uint8)[img.long()]
         return out
     return make, ref
+# linear algebra: torch.einsum (subscripts by keyword: every positional argument is an array
+# here), torch.outer, torch.addmm, torch.baddbmm; trace of stacks through torch.diagonal
+@case("einsum")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 3, 4), dt), _u(rng, (2, 5, 4), dt)), {"subscripts": "bik,bjk->bij"}
+        return (_u(rng, (3, 1, 7), dt), _u(rng, (7, 5), dt), _u(rng, (5,), dt)), \
+            {"subscripts": "...ij,jk,k->...i"}
+    return make, lambda *ops, subscripts: torch.einsum(subscripts, *ops)
+
+
+@case("outer", FLOATS + ("int32", "int64"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        return (_u(rng, (4,) if size == "small" else (37,), dt), _u(rng, (6,) if size == "small"
+                                                                     else (1,), dt)), {}
+    return make, torch.outer
+
+
+@case("addmm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (4, 6), dt), _u(rng, (4, 8), dt), _u(rng, (8, 6), dt)), {}
+        return (_u(rng, (5,), dt), _u(rng, (7, 131), dt), _u(rng, (131, 5), dt)), \
+            {"beta": 0.5, "alpha": -2.0}
+    return make, lambda c, a, b, beta=1, alpha=1: torch.addmm(c, a, b, beta=beta, alpha=alpha)
+
+
+@case("baddbmm")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (2, 4, 6), dt), _u(rng, (2, 4, 8), dt), _u(rng, (2, 8, 6), dt)), {}
+        return (_u(rng, (1, 5), dt), _u(rng, (3, 7, 33), dt), _u(rng, (3, 33, 5), dt)), \
+            {"beta": 0.0, "alpha": 1.5}
+    return make, lambda c, a, b, beta=1, alpha=1: torch.baddbmm(c, a, b, beta=beta, alpha=alpha)
+
+
+@case("trace", FLOATS + ("int32", "int64"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        if size == "small":
+            return (_u(rng, (5, 5), dt),), {}
+        return (_u(rng, (3, 6, 4), dt),), {"offset": -2, "axis1": 1, "axis2": 0}
+
+    def ref(x, offset=0, axis1=0, axis2=1):
+        if x.dim() == 2 and offset == 0:
+            return torch.trace(x)
+        return torch.diagonal(x, offset, axis1, axis2).sum(-1)
+    return make, ref
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

@@ -1,0 +1,32 @@
+"""Default schedules of einsum's contraction, addmm and baddbmm (pypto/ops/contraction.py).
+
+Their Funcs have the shape of the matrix products' (``acc[n, m(, b)] += a[k, m] * b[n, k]``,
+then ``out`` from ``acc``), so they take the blocked product schedule of templates/linalg.py,
+with the same tunable knobs; the operand staged along ``n`` is ``b``, ``mat2`` or ``batch2``.
+"""
+
+from __future__ import annotations
+
+from ..defaults import template
+from .linalg import GEMM_KNOBS, _fit, _lanes_for, gemm_directives
+
+
+@template("einsum", knobs=GEMM_KNOBS)
+def _einsum(built, dims, lanes, **knobs):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
+                           K=dims["K"], batch="b", B=dims["B"], **_fit(knobs))
+
+
+@template("addmm", knobs=GEMM_KNOBS)
+def _addmm(built, dims, lanes, **knobs):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
+                           K=dims["K"], b_src="mat2", **_fit(knobs))
+
+
+@template("baddbmm", knobs=GEMM_KNOBS)
+def _baddbmm(built, dims, lanes, **knobs):
+    lanes = _lanes_for(built, lanes)
+    return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
+                           K=dims["K"], batch="b", B=dims["B"], b_src="batch2", **_fit(knobs))
