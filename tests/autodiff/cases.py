@@ -355,6 +355,17 @@ CASES.update({
     "rgb_to_gray": (o.rgb_to_gray, [_n(2, 3, 2, 3)]),
     "rgb_to_yuv": (lambda x: o.rgb_to_yuv(x, axis=-1), [_n(2, 3, 3)]),
     "yuv_to_rgb": (o.yuv_to_rgb, [_n(3, 2, 4)]),
+    # contractions
+    "einsum": (lambda a, b: o.einsum("bij,bjk->bik", a, b), [_n(2, 3, 4), _n(2, 4, 5)]),
+    "einsum[diag_sum]": (lambda a, b: o.einsum("iij,jk->k", a, b), [_n(3, 3, 4), _n(4, 2)]),
+    "outer": (o.outer, [_n(3), _n(4)]),
+    "addmm": (lambda i, a, b: o.addmm(i, a, b, beta=0.5, alpha=-1.5),
+              [_n(3, 1), _n(3, 4), _n(4, 2)]),
+    "addmm[beta0]": (lambda i, a, b: o.addmm(i, a, b, beta=0), [_n(3, 2), _n(3, 4), _n(4, 2)]),
+    "baddbmm": (lambda i, a, b: o.baddbmm(i, a, b, beta=2.0, alpha=0.5),
+                [_n(2, 3, 2), _n(2, 3, 4), _n(2, 4, 2)]),
+    "trace": (lambda x: o.trace(x, offset=1), [_n(3, 4)]),
+    "trace[axes]": (lambda x: o.trace(x, offset=-1, axis1=2, axis2=0), [_n(3, 2, 4)]),
 })
 
 #: Cases where torch differentiates only some arguments (class and element weights are
@@ -496,6 +507,13 @@ def torch_cases():
                                         torch.tensor([[[[0.0, 1, 0], [1, -4, 1], [0, 1, 0]]]],
                                                      dtype=x.dtype))[:, 0],
         "integral_image": lambda x: x.cumsum(-2).cumsum(-1),
+        "einsum": lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+        "einsum[diag_sum]": lambda a, b: torch.einsum("iij,jk->k", a, b),
+        "outer": torch.outer,
+        "addmm": lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=-1.5),
+        "addmm[beta0]": lambda i, a, b: torch.addmm(i, a, b, beta=0),
+        "baddbmm": lambda i, a, b: torch.baddbmm(i, a, b, beta=2.0, alpha=0.5),
+        "trace[axes]": lambda x: torch.diagonal(x, -1, 2, 0).sum(-1),
     }
 
 

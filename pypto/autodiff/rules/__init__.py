@@ -90,8 +90,8 @@ def mark(value, *names: str) -> None:
 
 
 def _load() -> None:
-    from . import (activations, cells, elementwise, filters, image, indexing, layout,  # noqa: F401
-                   linalg, losses, math, nn, reduce, scan, spatial, views)
+    from . import (activations, cells, contraction, elementwise, filters, image,  # noqa: F401
+                   indexing, layout, linalg, losses, math, nn, reduce, scan, spatial, views)
 
 
 _load()
