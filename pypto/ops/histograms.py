@@ -25,6 +25,7 @@ from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
 from .image import _to_bhw
+from .quantized import round_half_even
 
 _HIST_DTYPES = ["float32", "float64", "uint8", "int32"]
 MAX_BINS = 1 << 20
@@ -205,7 +206,7 @@ def equalize_hist(x, *, dims):
     first = hl.Func("first")
     first[b] = hl.minimum(hl.select(cdf[lv.x, b] > 0, cdf[lv.x, b], total))
     scale = hl.strict_float(hl.f32(255.0) / hl.cast(f32, total - first[b]))
-    level = hl.strict_float(hl.round(hl.cast(f32, cdf[v, b] - first[b]) * scale))
+    level = round_half_even(hl.strict_float(hl.cast(f32, cdf[v, b] - first[b]) * scale))
     lut = hl.Func("lut")
     lut[v, b] = hl.cast(hl.UInt(8), hl.clamp(level, hl.f32(0.0), hl.f32(255.0)))
     out = hl.Func("out")

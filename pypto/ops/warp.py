@@ -25,7 +25,8 @@ half-pixel convention of the resizes (``F.interpolate`` with ``align_corners=Fal
   Bilinear taps outside the image read 0, so the image fades out over its border pixel, like
   ``F.grid_sample(padding_mode="zeros", align_corners=True)``. ``size`` is the output
   ``(height, width)`` (default: the input's). ``matrix`` may be one matrix for every image or
-  ``[N, 2, 3]`` / ``[N, 3, 3]`` with ``x`` ``[N, ..., H, W]``. uint8 images round to nearest.
+  ``[N, 2, 3]`` / ``[N, 3, 3]`` with ``x`` ``[N, ..., H, W]``. uint8 images round to nearest
+  (ties to even).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
 from .image import _to_bhw
+from .quantized import round_half_even
 
 _FLOATS = ["float32", "float64"]
 _SIZES = [Param("height", int, low=1, high=1 << 20, doc="output height"),
@@ -403,7 +405,8 @@ def _warp_algorithm(x, matrix, rows, inverse_map, dims):
     if t.is_float():
         out[ow, oh, c, n] = res
     else:
-        out[ow, oh, c, n] = hl.cast(t, hl.clamp(hl.round(res), hl.f32(0.0), hl.f32(255.0)))
+        out[ow, oh, c, n] = hl.cast(t, hl.clamp(round_half_even(res), hl.f32(0.0),
+                                                hl.f32(255.0)))
     return out
 
 

@@ -66,6 +66,11 @@ _PARAMS = {
     # image ops added for issue 15 (morphology ... quantized ops)
     **{n: {"height": 7, "width": 9} for n in ("resize_nearest", "resize_bicubic", "warp_affine",
                                                "warp_perspective")},
+    "fake_quantize_per_tensor_affine": {"scale": 0.05, "zero_point": 3, "quant_min": -128,
+                                        "quant_max": 127},
+    "fake_quantize_per_channel_affine": {"quant_min": -128, "quant_max": 127},
+    "quantized_add": {"a_scale": 0.5, "a_zero_point": 1, "b_scale": 0.25, "b_zero_point": -2,
+                      "scale": 0.4, "zero_point": 3},
 }
 
 

@@ -34,6 +34,11 @@ PARAMS = {
     # image ops added for issue 15 (morphology ... quantized ops)
     **{n: dict(height=5, width=7) for n in ("resize_nearest", "resize_bicubic", "warp_affine",
                                              "warp_perspective")},
+    "fake_quantize_per_tensor_affine": dict(scale=0.05, zero_point=3, quant_min=-128,
+                                            quant_max=127),
+    "fake_quantize_per_channel_affine": dict(quant_min=-128, quant_max=127),
+    "quantized_add": dict(a_scale=0.5, a_zero_point=1, b_scale=0.25, b_zero_point=-2, scale=0.4,
+                          zero_point=3),
 }
 #: Shapes that the op's example cannot be shrunk to by clipping each dim.
 SHAPES = {"lstm_cell": {"B": 2, "IN": 5, "HID": 4, "G": 16}}

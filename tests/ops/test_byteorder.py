@@ -241,8 +241,18 @@ CALLS.update({
     "baddbmm": lambda: ((_r((2, 3, 4), "float64"), _r((2, 3, 5), "float64", seed=1),
                          _r((2, 5, 4), "float64", seed=2)), {"alpha": 2.0}),
     "trace": lambda: ((_r((2, 4, 3), "int32"),), {"axis1": 1, "axis2": 2}),
+    "fake_quantize_per_tensor_affine": lambda: ((_r((3, 5), "float64"),), {
+        "scale": 0.1, "zero_point": 2, "quant_min": -128, "quant_max": 127}),
+    "fake_quantize_per_channel_affine": lambda: ((_r((3, 5)), np.array([0.1, 0.2, 0.05], F32),
+                                                  np.array([0, 3, -2], "int32")),
+                                                 {"axis": 0, "quant_min": -8, "quant_max": 7}),
+    "quantized_conv2d": lambda: ((np.arange(60, dtype=np.uint8).reshape(1, 3, 4, 5),
+                                  (np.arange(54) % 7 - 3).astype(np.int8).reshape(2, 3, 3, 3),
+                                  np.array([100, -7], "int32")),
+                                 {"padding": 1, "x_zero_point": 9}),
 })
-ONE_BYTE_ONLY = ONE_BYTE_ONLY | {"equalize_hist"}    # uint8 images only
+ONE_BYTE_ONLY = ONE_BYTE_ONLY | {"equalize_hist",    # uint8 images only
+                                 "quantized_add", "quantized_relu"}
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 

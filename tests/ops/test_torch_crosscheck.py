@@ -1682,6 +1682,98 @@ def _():
             return torch.trace(x)
         return torch.diagonal(x, offset, axis1, axis2).sum(-1)
     return make, ref
+# quantization: torch's fake quantization; torch.ops.quantized computes in float32, so the
+# integer ops are checked against their documented float64 rule composed from torch ops, and
+# quantized_conv2d against F.conv2d on the zero-point-shifted values in float64 (exact here)
+@case("fake_quantize_per_tensor_affine")
+def _():
+    def make(size, dt):
+        x = _u(_rng(size), _shape(size), dt, -3, 3)
+        if size == "small":
+            return (x,), {"scale": 0.05, "zero_point": 3, "quant_min": -128, "quant_max": 127}
+        return (x,), {"scale": 0.017, "zero_point": 0, "quant_min": 0, "quant_max": 255}
+    return make, lambda x, **kw: torch.fake_quantize_per_tensor_affine(x, **kw)
+
+
+@case("fake_quantize_per_channel_affine")
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        shape, axis = ((2, 3, 4, 5), 1) if size == "small" else ((7, 13), 0)
+        c = shape[axis]
+        return (_u(rng, shape, dt, -3, 3), rng.uniform(0.01, 0.1, c).astype(np.float32),
+                rng.integers(-3, 4, c).astype(np.int32)), \
+            {"axis": axis, "quant_min": -128, "quant_max": 127}
+    return make, lambda x, s, z, **kw: torch.fake_quantize_per_channel_affine(x, s, z, **kw)
+
+
+@case("quantized_conv2d", ("uint8", "int8"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        info = np.iinfo(dt)
+        if size == "small":
+            x = rng.integers(info.min, info.max + 1, (1, 3, 6, 7)).astype(dt)
+            w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
+            return (x, w, rng.integers(-999, 999, 4).astype(np.int32)), \
+                {"padding": 1, "x_zero_point": 128 if dt == "uint8" else 5}
+        x = rng.integers(info.min, info.max + 1, (2, 4, 9, 11)).astype(dt)
+        w = rng.integers(-128, 128, (6, 2, 2, 3)).astype(np.int8)
+        return (x, w), {"stride": 2, "padding": (1, 2), "dilation": (2, 1), "groups": 2,
+                        "x_zero_point": 3, "w_zero_point": -2}
+
+    def ref(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1, x_zero_point=0,
+            w_zero_point=0):
+        xd, wd = x.to(torch.float64) - x_zero_point, w.to(torch.float64) - w_zero_point
+        b = None if bias is None else bias.to(torch.float64)
+        return F.conv2d(xd, wd, b, stride, padding, dilation, groups).to(torch.int32)
+    return make, ref
+
+
+def _t_requant(real, scale, zero_point, dtype, relu=False):
+    info = np.iinfo(dtype)
+    q = torch.round(real * (1.0 / scale)) + zero_point
+    if relu:
+        q = torch.clamp(q, min=zero_point)
+    return torch.clamp(q, info.min, info.max).to(getattr(torch, dtype))
+
+
+@case("quantized_add", ("int8", "uint8"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max + 1, _shape(size)).astype(dt)
+        b = rng.integers(info.min, info.max + 1, _shape(size)[-1:]).astype(dt)
+        zp = 3 if dt == "int8" else 130
+        kw = {"a_scale": 0.05, "a_zero_point": zp, "b_scale": 0.1, "b_zero_point": zp - 5,
+              "scale": 0.12, "zero_point": zp + 1}
+        return (a, b), (kw if size == "small" else dict(kw, relu=True))
+
+    def ref(a, b, a_scale, a_zero_point, b_scale, b_zero_point, scale, zero_point, dtype=None,
+            relu=False):
+        real = (a.double() - a_zero_point) * a_scale + (b.double() - b_zero_point) * b_scale
+        return _t_requant(real, scale, zero_point, dtype or str(a.dtype)[6:], relu)
+    return make, ref
+
+
+@case("quantized_relu", ("int8", "uint8"))
+def _():
+    def make(size, dt):
+        rng = _rng(size)
+        info = np.iinfo(dt)
+        q = rng.integers(info.min, info.max + 1, _shape(size)).astype(dt)
+        if size == "small":
+            return (q,), {"scale": 0.1, "zero_point": 7}
+        return (q,), {"scale": 0.1, "zero_point": 7, "out_scale": 0.03, "out_zero_point": 0,
+                      "dtype": "uint8"}
+
+    def ref(q, scale, zero_point, out_scale=None, out_zero_point=None, dtype=None):
+        kept = torch.clamp(q.long(), min=zero_point)
+        if out_scale is None:
+            return kept.to(q.dtype)
+        return _t_requant((kept - zero_point).double() * scale, out_scale, out_zero_point, dtype)
+    return make, ref
 # -- end of the morphology ... quantized block ----------------------------------------------------
 
 
