@@ -366,6 +366,16 @@ CASES.update({
                 [_n(2, 3, 2), _n(2, 3, 4), _n(2, 4, 2)]),
     "trace": (lambda x: o.trace(x, offset=1), [_n(3, 4)]),
     "trace[axes]": (lambda x: o.trace(x, offset=-1, axis1=2, axis2=0), [_n(3, 2, 4)]),
+    # resizes and nonlinear filters
+    "resize_nearest": (lambda x: o.resize_nearest(x, 7, 3), [_n(2, 3, 5)]),
+    "resize_nearest[exact]": (lambda x: o.resize_nearest(x, 2, 8, mode="nearest-exact"),
+                              [_n(2, 3, 5)]),
+    "resize_bicubic": (lambda x: o.resize_bicubic(x, 7, 3), [_n(2, 3, 5)]),
+    "resize_bicubic[corners]": (lambda x: o.resize_bicubic(x, 2, 8, align_corners=True),
+                                [_n(2, 3, 5)]),
+    "median_blur": (o.median_blur, [_n(2, 4, 5)]),
+    "median_blur[5]": (lambda x: o.median_blur(x, 5), [_n(1, 4, 6)]),
+    "bilateral_filter": (lambda x: o.bilateral_filter(x, 5, 0.8, 1.2), [_n(2, 4, 5)]),
 })
 
 #: Cases where torch differentiates only some arguments (class and element weights are
@@ -514,6 +524,12 @@ def torch_cases():
         "addmm[beta0]": lambda i, a, b: torch.addmm(i, a, b, beta=0),
         "baddbmm": lambda i, a, b: torch.baddbmm(i, a, b, beta=2.0, alpha=0.5),
         "trace[axes]": lambda x: torch.diagonal(x, -1, 2, 0).sum(-1),
+        "resize_nearest": lambda x: F.interpolate(x[None], (7, 3), mode="nearest")[0],
+        "resize_nearest[exact]": lambda x: F.interpolate(x[None], (2, 8),
+                                                         mode="nearest-exact")[0],
+        "resize_bicubic": lambda x: F.interpolate(x[None], (7, 3), mode="bicubic")[0],
+        "resize_bicubic[corners]": lambda x: F.interpolate(x[None], (2, 8), mode="bicubic",
+                                                           align_corners=True)[0],
     }
 
 
