@@ -16,10 +16,7 @@ o = pypto.ops
 #: or decisions come with the next change. An op here that gets a decision fails the test
 #: until it is taken off this list, so the list cannot go stale.
 PENDING = {# image ops added by the op-library session (issue 15): colour, warps
-           "rgb_to_hsv", "hsv_to_rgb", "warp_affine", "warp_perspective",
-           # quantization ops (ops/quantized.py, being added by that session)
-           "fake_quantize_per_channel_affine", "fake_quantize_per_tensor_affine",
-           "quantized_add", "quantized_conv2d", "quantized_relu"}
+           "rgb_to_hsv", "hsv_to_rgb", "warp_affine", "warp_perspective"}
 
 #: Rules checked against central differences in test_rules.py (the rest are in cases.py).
 CHECKED_IN_TEST_RULES = {
@@ -32,7 +29,8 @@ CHECKED_IN_TEST_RULES = {
     "scaled_dot_product_attention", "batch_norm", "lstm_cell",
 }
 #: Rules checked in this file.
-CHECKED_HERE = {"cast", "dequantize", "quantized_matmul"}
+CHECKED_HERE = {"cast", "dequantize", "quantized_matmul", "fake_quantize_per_tensor_affine",
+                "fake_quantize_per_channel_affine"}
 
 
 @pytest.mark.parametrize("name", sorted(op.name for op in pypto.ops.builtin_ops()))
@@ -129,3 +127,47 @@ def test_integer_paths_of_the_quantization_ops_raise():
                        match=r"quantized_matmul gives a non-float value"):
         pypto.grad(lambda v: o.quantized_matmul(o.quantize(v, 0.1, 0), o.quantize(v, 0.1, 0))
                    .astype(np.float32).sum())(x)
+
+
+def test_fake_quantize_is_straight_through_like_torch():
+    """Not central differences (the output is piecewise constant): the documented straight-
+    through rule, dy where the rounded value is within the clamp limits, against NumPy's mask
+    and torch.autograd."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, (2, 3, 5))
+    x = np.round(x / 0.25) * 0.25 + rng.choice([-0.07, 0.07], x.shape)   # clear of ties
+    dy = rng.standard_normal(x.shape)
+    scale = np.array([0.25, 0.1, 0.5], np.float32)
+    zp = np.array([2, -3, 0], np.int32)
+
+    def tensor(v):
+        return o.fake_quantize_per_tensor_affine(v, 0.25, 3, -8, 7)
+
+    def channel(v):
+        return o.fake_quantize_per_channel_affine(v, scale, zp, 1, -8, 7)
+
+    q_t = np.round(x / 0.25) + 3
+    q_c = np.round(x / scale.astype(float)[:, None]) + zp[:, None]
+    for fn, q in ((tensor, q_t), (channel, q_c)):
+        _, vjp_fn = pypto.vjp(fn, x)
+        (got,) = vjp_fn(dy)
+        want = np.where((q >= -8) & (q <= 7), dy, 0.0)
+        assert 0 < np.count_nonzero(want) < want.size
+        np.testing.assert_array_equal(got, want)
+    torch = pytest.importorskip("torch")
+    for fn, t_fn in ((tensor, lambda t: torch.fake_quantize_per_tensor_affine(t, 0.25, 3, -8, 7)),
+                     (channel, lambda t: torch.fake_quantize_per_channel_affine(
+                         t, torch.tensor(scale), torch.tensor(zp), 1, -8, 7))):
+        t = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+        t_fn(t).backward(torch.tensor(dy, dtype=torch.float32))
+        _, vjp_fn = pypto.vjp(fn, x.astype(np.float32))
+        np.testing.assert_array_equal(vjp_fn(dy.astype(np.float32))[0], t.grad.numpy())
+
+
+def test_fake_quantize_scale_and_quantized_ops_raise():
+    x = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+    with pytest.raises(pypto.NotDifferentiableError,
+                       match=r"fake_quantize_per_channel_affine is not differentiable in its "
+                             r"argument 'scale'"):
+        pypto.grad(lambda s: o.fake_quantize_per_channel_affine(
+            x, s, np.array([0, 1], np.int32), 0, -8, 7).sum())(np.array([0.1, 0.2], np.float32))

@@ -91,8 +91,8 @@ def mark(value, *names: str) -> None:
 
 def _load() -> None:
     from . import (activations, cells, contraction, elementwise, filters, image,  # noqa: F401
-                   indexing, layout, linalg, losses, math, nn, reduce, resample, scan, spatial,
-                   views)
+                   indexing, layout, linalg, losses, math, nn, quant, reduce, resample, scan,
+                   spatial, views)
 
 
 _load()
