@@ -125,7 +125,10 @@ def round_half_even(x):
         f - hl.cast(x.type(), 2.0) * hl.floor(f * hl.cast(x.type(), 0.5))
     half = hl.cast(x.type(), 0.5)
     one = hl.cast(x.type(), 1.0)
-    return hl.strict_float(hl.select(d > half, f + one, d < half, f, f + odd))
+    # Beyond 2**52 (2**23 in float32) every value is an integer, infinities included.
+    big = hl.cast(x.type(), 2.0 ** (52 if x.type().bits() == 64 else 23))
+    return hl.strict_float(hl.select(hl.abs(x) >= big, x, d > half, f + one, d < half, f,
+                                     f + odd))
 
 
 def _fake_expr(v, s32, inv32, zp, qmin, qmax, round32):
