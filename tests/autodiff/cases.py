@@ -376,6 +376,16 @@ CASES.update({
     "median_blur": (o.median_blur, [_n(2, 4, 5)]),
     "median_blur[5]": (lambda x: o.median_blur(x, 5), [_n(1, 4, 6)]),
     "bilateral_filter": (lambda x: o.bilateral_filter(x, 5, 0.8, 1.2), [_n(2, 4, 5)]),
+    "warp_affine": (lambda x, m: o.warp_affine(x, m, (4, 5)),
+                    [_n(2, 2, 4, 5), np.array([[[0.9, 0.23, 0.31], [-0.17, 1.1, -0.27]],
+                                                [[1.2, -0.13, -0.6], [0.21, 0.8, 0.45]]])]),
+    "warp_affine[inverse]": (lambda x, m: o.warp_affine(x, m, (3, 4), inverse_map=True),
+                             [_n(1, 2, 4, 5), np.array([[0.9, 0.23, 0.31], [-0.17, 1.1, 0.43]])]),
+    "warp_perspective": (lambda x, m: o.warp_perspective(x, m, (4, 5)),
+                         [_n(2, 2, 4, 5), np.array([[[0.9, 0.13, 0.31], [-0.07, 1.1, -0.27],
+                                                     [0.03, -0.02, 1.0]],
+                                                    [[1.1, -0.13, 0.2], [0.11, 0.9, 0.45],
+                                                     [-0.04, 0.05, 1.1]]])]),
 })
 
 #: Cases where torch differentiates only some arguments (class and element weights are

@@ -1,5 +1,5 @@
-"""Rules of the 1-D and 3-D convolutions and pooling, the transposed convolutions, affine_grid
-and grid_sample.
+"""Rules of the 1-D and 3-D convolutions and pooling, the transposed convolutions, affine_grid,
+grid_sample and the warps.
 
 Shapes are the kernels' (``pypto.ops.conv``, ``pypto.ops.pool``): x [N, C, *S], a convolution's
 w [O, C/groups, *K], a transposed convolution's w [C, O/groups, *K]. Per spatial axis: s stride,
@@ -28,6 +28,9 @@ p padding, d dilation, k kernel size.
   unnormalizing scale). In ``"border"`` mode positions outside the image are clipped, so their
   grid gradient is zero there; in ``"nearest"`` mode the grid gradient is zero (the sampled
   pixel is piecewise constant in the grid), as in PyTorch.
+* warp_affine, warp_perspective: recomputed the same way, with the destination-to-source map
+  (the matrix inverted by cofactors, 0 for a singular one, as the kernel) built from the matrix
+  with PyPTO ops, so both the image and the matrix get their gradients.
 """
 
 from __future__ import annotations
@@ -216,21 +219,13 @@ def _affine_grid(c):
     return [got.reshape(n, 2, 3)]
 
 
-def _sample(x, grid, mode, padding_mode, align):
-    """grid_sample recomputed from differentiable ops: gathers of flat pixel indices (constants
-    to the gradient) weighted by the bilinear weights (functions of the grid)."""
+def bilinear_at(x, px, py, mode="bilinear"):
+    """x [N, C, H, W] sampled at pixel coordinates px, py [N, OH, OW] (any float dtype), 0
+    outside the image: gathers of flat pixel indices (constants to the gradient) weighted by
+    the bilinear weights (functions of the coordinates, rounded to x's dtype)."""
     n, ch, h, w = x.shape
-    _, oh, ow, _ = grid.shape
+    _, oh, ow = px.shape
     dt = x.dtype
-
-    def pixel(g, size):
-        p = (g + 1.0) * ((size - 1) / 2.0) if align else ((g + 1.0) * size - 1.0) * 0.5
-        if padding_mode == "border":
-            return ops.clip(p, 0.0, size - 1.0)
-        return ops.clip(p, -2.0, size + 1.0)      # as the kernel (far outside everything is 0)
-
-    px = pixel(grid[:, :, :, 0], w)                 # [N, OH, OW]
-    py = pixel(grid[:, :, :, 1], h)
     flat = x.reshape(n, ch, h * w)
 
     def read(fx, fy):
@@ -244,11 +239,79 @@ def _sample(x, grid, mode, padding_mode, align):
     if mode == "nearest":
         return read(ops.round(px), ops.round(py))
     x0, y0 = ops.floor(px), ops.floor(py)
-    wx = (px - x0).reshape(n, 1, oh, ow)
-    wy = (py - y0).reshape(n, 1, oh, ow)
+    wx = (px - x0).astype(dt).reshape(n, 1, oh, ow)
+    wy = (py - y0).astype(dt).reshape(n, 1, oh, ow)
     top = read(x0, y0) * (1.0 - wx) + read(x0 + 1.0, y0) * wx
     bottom = read(x0, y0 + 1.0) * (1.0 - wx) + read(x0 + 1.0, y0 + 1.0) * wx
     return top * (1.0 - wy) + bottom * wy
+
+
+def _sample(x, grid, mode, padding_mode, align):
+    """grid_sample recomputed from differentiable ops (see bilinear_at)."""
+    _, _, h, w = x.shape
+
+    def pixel(g, size):
+        p = (g + 1.0) * ((size - 1) / 2.0) if align else ((g + 1.0) * size - 1.0) * 0.5
+        if padding_mode == "border":
+            return ops.clip(p, 0.0, size - 1.0)
+        return ops.clip(p, -2.0, size + 1.0)      # as the kernel (far outside everything is 0)
+
+    return bilinear_at(x, pixel(grid[:, :, :, 0], w), pixel(grid[:, :, :, 1], h), mode)
+
+
+def _safe_inverse(v):
+    """1 / v, 0 where v is 0 (the warps' rule for a singular matrix or a zero divisor)."""
+    nz = v != 0.0
+    return ops.where(nz, 1.0 / ops.where(nz, v, 1.0), 0.0)
+
+
+def _warp(x, matrix, oh, ow, inverse_map):
+    """warp_affine / warp_perspective recomputed: the destination-to-source map (the matrix,
+    or its inverse by cofactors), then bilinear sampling at the mapped pixel coordinates."""
+    n = x.shape[0]
+    rows = matrix.shape[1]
+
+    def m(r, k):
+        return matrix[:, r, k].reshape(n, 1, 1)
+
+    if inverse_map:
+        inv = [[m(r, k) for k in range(3)] for r in range(rows)]
+    elif rows == 2:
+        a, b, cc, d, e, f = m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2)
+        s = _safe_inverse(a * e - b * d)
+        i00, i01, i10, i11 = e * s, -b * s, -d * s, a * s
+        inv = [[i00, i01, -(i00 * cc + i01 * f)], [i10, i11, -(i10 * cc + i11 * f)]]
+    else:
+        g = [[m(r, k) for k in range(3)] for r in range(3)]
+        cof = [[g[(r + 1) % 3][(k + 1) % 3] * g[(r + 2) % 3][(k + 2) % 3]
+                - g[(r + 1) % 3][(k + 2) % 3] * g[(r + 2) % 3][(k + 1) % 3] for k in range(3)]
+               for r in range(3)]
+        s = _safe_inverse(g[0][0] * cof[0][0] + g[0][1] * cof[0][1] + g[0][2] * cof[0][2])
+        inv = [[cof[k][r] * s for k in range(3)] for r in range(3)]
+    ys, xs = np.meshgrid(np.arange(oh, dtype=np.float64), np.arange(ow, dtype=np.float64),
+                         indexing="ij")
+    big_x = T.as_tensor(xs.astype(matrix.dtype)).reshape(1, oh, ow)
+    big_y = T.as_tensor(ys.astype(matrix.dtype)).reshape(1, oh, ow)
+
+    def row(r):
+        return inv[r][0] * big_x + inv[r][1] * big_y + inv[r][2]
+
+    sx, sy = row(0), row(1)
+    if rows == 3:
+        rz = _safe_inverse(row(2))
+        sx, sy = sx * rz, sy * rz
+    big = float(1 << 30)
+    sx, sy = ops.clip(sx, -big, big), ops.clip(sy, -big, big)
+    return bilinear_at(x, sx.broadcast_to((n, oh, ow)), sy.broadcast_to((n, oh, ow)))
+
+
+@rule("warp_affine", "warp_perspective")
+def _warp_rule(c):
+    from ..core import through
+
+    _, _, oh, ow = c.dy.shape
+    inverse_map = c.params["inverse_map"]
+    return through(lambda a, mtx: _warp(a, mtx, oh, ow, inverse_map), c.inputs, [c.dy])
 
 
 @rule("grid_sample")
