@@ -125,7 +125,13 @@ def histogram(x, *, bins, lo, hi, dims):
                          hl.strict_float(hl.cast(f, i) * hl.f64(step) + hl.f64(lo)))
 
     n = hl.Var("n")
-    v = hl.cast(f, x[n])
+    byte = x.type() == hl.UInt(8)
+    if byte:
+        # Every uint8 value's slot once, in a 256-entry table; the values then look it up.
+        lvl = hl.Var("lvl")
+        v = hl.cast(f, lvl)
+    else:
+        v = hl.cast(f, x[n])
     # Strict: Halide's simplifier otherwise treats float arithmetic as real arithmetic and may
     # evaluate the estimate differently where it is used (then an edge test sees another bin).
     est = hl.cast(hl.Int(32), hl.strict_float(hl.clamp(
@@ -138,7 +144,12 @@ def histogram(x, *, bins, lo, hi, dims):
     counted = (v >= hl.f64(lo)) & (v <= hl.f64(hi)) & finite
     # Each value's bin; values not counted go to an extra slot past the last bin.
     slot = hl.Func("slot")
-    slot[n] = hl.select(counted, idx, bins)
+    if byte:
+        table = hl.Func("table")
+        table[lvl] = hl.select(counted, idx, bins)
+        slot[n] = table[hl.cast(hl.Int(32), x[n])]
+    else:
+        slot[n] = hl.select(counted, idx, bins)
     r = hl.RDom([hl.Range(0, dims.N)], "r")
     counts = hl.Func("counts")
     counts[k] = hl.cast(hl.Int(64), 0)

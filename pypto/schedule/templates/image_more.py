@@ -215,6 +215,8 @@ def _histogram(built, dims, lanes):
         ds.append(D("compute_root", "slot"))
     if vec > 1:
         ds.append(D("vectorize", "slot", var="n", factor=vec))
+    if "table" in built.funcs:      # uint8: the 256 slots once, up front
+        ds += [D("compute_root", "table"), D("vectorize", "table", var="lvl", factor=lanes)]
     return ds
 
 
