@@ -10,8 +10,9 @@ A real value ``v`` is represented by the integer ``q`` with ``v ~= (q - zero_poi
   with ``s = float32(scale)`` and ``inv = float32(1 / s)`` (torch's CPU kernel multiplies by the
   float32 reciprocal), rounding half to even; ``x * inv`` is rounded to the input's precision.
   For float64 inputs the per-tensor result is rounded through float32, the per-channel one is
-  not: torch's two kernels differ there, and these follow them. NaN stays NaN and +-inf saturate to the clamp limits
-  (torch's kernel turns NaN and infinities into ``quant_min`` by converting them to integers).
+  not: torch's two kernels differ there, and these follow them. +-inf saturate at the clamp
+  limits, as in torch; NaN stays NaN (torch's kernel gives ``(quant_min - zero_point) * s``,
+  from converting NaN to an integer).
 - ``quantized_conv2d(x, w, bias=None, stride, padding, dilation, groups, x_zero_point,
   w_zero_point)``: ``F.conv2d`` of ``x - x_zero_point`` with ``w - w_zero_point`` in exact int32
   arithmetic, plus an int32 ``bias``; padding holds ``x_zero_point`` (real 0). The int32 result
@@ -382,7 +383,7 @@ def quantized_conv2d(x, w, bias, *, stride_h, stride_w, pad_h, pad_w, dil_h, dil
     return out
 
 
-# -- quantized_add and quantized_relu ---------------------------------------------------------------
+# -- quantized_add and quantized_relu -----------------------------------------------------------
 
 def _requant_np(real, scale, zero_point, dtype, relu=False):
     lo, hi = _QRANGE[dtype]
