@@ -71,7 +71,8 @@ def test_the_numpy_baseline_is_the_fast_form_never_the_reference(matmul_worker, 
 
 def test_a_wrong_numpy_peer_is_reported_not_timed(matmul_worker, monkeypatch):
     spy_measure(monkeypatch, {})
-    monkeypatch.setattr(peers, "numpy_peer", lambda name, arrays, params: (lambda: arrays[0][:, :8] * 0, "numpy"))
+    monkeypatch.setattr(peers, "numpy_peer", lambda name, arrays, params, op=None: (
+        lambda: arrays[0][:, :8] * 0, "numpy"))
     got = matmul_worker.compare({"schedules": {}, "numpy": True, "torch": False})
     assert "numpy" not in got["results"] and "differ" in got["errors"]["numpy"]
 
