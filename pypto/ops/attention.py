@@ -91,24 +91,8 @@ def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, leng
 def scaled_dot_product_attention(q, k, v, *, scale=None, dims):
     """``softmax(q @ k^T * scale) @ v`` per batch entry and head: q [B, H, S, D], k [B, H, L, D],
     v [B, H, L, E] -> [B, H, S, E]; ``scale`` defaults to 1/sqrt(D)."""
-    t = q.type()
-    acc_t = hl.Float(32) if t.bits() == 16 else t
-    e, l, s, h, b = (hl.Var(n) for n in ("e", "l", "s", "h", "b"))
-    rd = hl.RDom([hl.Range(0, dims.D)], "dd")
+    t, acc_t, (e, l, s, h, b), factor, scores = _scores(q, k, dims, scale)
     rmax = hl.RDom([hl.Range(0, dims.L)], "lm")
-    rsum = hl.RDom([hl.Range(0, dims.L)], "ls")
-    rv = hl.RDom([hl.Range(0, dims.L)], "lv")
-    if scale is None:
-        factor = hl.cast(acc_t, 1.0) / hl.sqrt(hl.cast(acc_t, dims.D))
-    else:
-        # Through f64: a bare Python float becomes a float32 constant in Halide, which
-        # lost float64 precision (0.7 gave results 1.8e-6 off in relative terms).
-        factor = hl.cast(acc_t, hl.f64(scale))
-
-    # Raw scores q . k for every (query s, key l).
-    scores = hl.Func("scores")
-    scores[l, s, h, b] = hl.cast(acc_t, 0)
-    scores[l, s, h, b] += hl.cast(acc_t, q[rd.x, s, h, b]) * hl.cast(acc_t, k[rd.x, l, h, b])
     # Row maximum of the scaled scores (any sign of scale).
     rowmax = hl.Func("rowmax")
     rowmax[s, h, b] = hl.cast(acc_t, -math.inf)
@@ -116,15 +100,43 @@ def scaled_dot_product_attention(q, k, v, *, scale=None, dims):
     # Unnormalized probabilities, their row sums, and the weighted values.
     p = hl.Func("p")
     p[l, s, h, b] = hl.exp(scores[l, s, h, b] * factor - rowmax[s, h, b])
+    denom, num = _weighted(p, v, acc_t, (e, l, s, h, b), dims)
+    out = hl.Func("out")
+    out[e, s, h, b] = hl.cast(t, num[e, s, h, b] / denom[s, h, b])
+    return out
+
+
+def _scores(q, k, dims, scale):
+    """What both attention ops start from: the output type, the accumulation type, the Vars
+    (e, l, s, h, b), the scale factor and the raw scores q . k for every (query s, key l)."""
+    t = q.type()
+    acc_t = hl.Float(32) if t.bits() == 16 else t
+    e, l, s, h, b = (hl.Var(n) for n in ("e", "l", "s", "h", "b"))
+    rd = hl.RDom([hl.Range(0, dims.D)], "dd")
+    if scale is None:
+        factor = hl.cast(acc_t, 1.0) / hl.sqrt(hl.cast(acc_t, dims.D))
+    else:
+        # Through f64: a bare Python float becomes a float32 constant in Halide, which
+        # lost float64 precision (0.7 gave results 1.8e-6 off in relative terms).
+        factor = hl.cast(acc_t, hl.f64(scale))
+    scores = hl.Func("scores")
+    scores[l, s, h, b] = hl.cast(acc_t, 0)
+    scores[l, s, h, b] += hl.cast(acc_t, q[rd.x, s, h, b]) * hl.cast(acc_t, k[rd.x, l, h, b])
+    return t, acc_t, (e, l, s, h, b), factor, scores
+
+
+def _weighted(p, v, acc_t, vs, dims):
+    """(row sums of the unnormalized probabilities ``p``, their product with ``v``)."""
+    e, l, s, h, b = vs
+    rsum = hl.RDom([hl.Range(0, dims.L)], "ls")
+    rv = hl.RDom([hl.Range(0, dims.L)], "lv")
     denom = hl.Func("denom")
     denom[s, h, b] = hl.cast(acc_t, 0)
     denom[s, h, b] += p[rsum.x, s, h, b]
     num = hl.Func("num")
     num[e, s, h, b] = hl.cast(acc_t, 0)
     num[e, s, h, b] += p[rv.x, s, h, b] * hl.cast(acc_t, v[e, rv.x, h, b])
-    out = hl.Func("out")
-    out[e, s, h, b] = hl.cast(t, num[e, s, h, b] / denom[s, h, b])
-    return out
+    return denom, num
 
 
 # -- masks, causal attention and variable-length batches -------------------------------------
@@ -281,17 +293,8 @@ def masked_attention(q, k, v, mask, q_len, kv_len, *, scale=None, is_causal=Fals
     (bool: True; float: added to the scaled score, -inf forbids). Rows attending no key are 0.
     ``mask`` dims are 1 (broadcast) or the full B, H, S, L. The public form is
     ``scaled_dot_product_attention(..., attn_mask=, is_causal=, lengths=, kv_lengths=)``."""
-    t = q.type()
-    acc_t = hl.Float(32) if t.bits() == 16 else t
-    e, l, s, h, b = (hl.Var(n) for n in ("e", "l", "s", "h", "b"))
-    rd = hl.RDom([hl.Range(0, dims.D)], "dd")
+    t, acc_t, (e, l, s, h, b), factor, scores = _scores(q, k, dims, scale)
     rmax = hl.RDom([hl.Range(0, dims.L)], "lm")
-    rsum = hl.RDom([hl.Range(0, dims.L)], "ls")
-    rv = hl.RDom([hl.Range(0, dims.L)], "lv")
-    if scale is None:
-        factor = hl.cast(acc_t, 1.0) / hl.sqrt(hl.cast(acc_t, dims.D))
-    else:
-        factor = hl.cast(acc_t, hl.f64(scale))
 
     def pick(dim, var):
         return hl.select(dim == 1, 0, var)
@@ -305,9 +308,6 @@ def masked_attention(q, k, v, mask, q_len, kv_len, *, scale=None, is_causal=Fals
     if boolean:
         ok = ok & m
     allowed[l, s, h, b] = ok
-    scores = hl.Func("scores")
-    scores[l, s, h, b] = hl.cast(acc_t, 0)
-    scores[l, s, h, b] += hl.cast(acc_t, q[rd.x, s, h, b]) * hl.cast(acc_t, k[rd.x, l, h, b])
     scaled = hl.Func("scaled")
     scaled[l, s, h, b] = scores[l, s, h, b] * factor + (hl.cast(acc_t, 0) if boolean
                                                         else hl.cast(acc_t, m))
@@ -322,12 +322,7 @@ def masked_attention(q, k, v, mask, q_len, kv_len, *, scale=None, is_causal=Fals
     p = hl.Func("p")
     p[l, s, h, b] = hl.select(allowed[l, s, h, b], hl.exp(scaled[l, s, h, b] - shift),
                               hl.cast(acc_t, 0))
-    denom = hl.Func("denom")
-    denom[s, h, b] = hl.cast(acc_t, 0)
-    denom[s, h, b] += p[rsum.x, s, h, b]
-    num = hl.Func("num")
-    num[e, s, h, b] = hl.cast(acc_t, 0)
-    num[e, s, h, b] += p[rv.x, s, h, b] * hl.cast(acc_t, v[e, rv.x, h, b])
+    denom, num = _weighted(p, v, acc_t, (e, l, s, h, b), dims)
     out = hl.Func("out")
     out[e, s, h, b] = hl.cast(t, hl.select(denom[s, h, b] > 0, num[e, s, h, b] / denom[s, h, b],
                                            hl.cast(acc_t, 0)))
