@@ -41,6 +41,7 @@ from .. import ops
 from ..autodiff import value_and_grad, vjp
 from ..frontend import jit
 from ..infra.timing import compare
+from ..infra.version import cpu_model
 from ..infra.verify import mismatch
 
 #: The PyPTO forms tried on every op case, in the order they are tried.
@@ -548,17 +549,6 @@ def memory(form: str | None, quick: bool, torch_compile: bool) -> list[dict]:
 
 # -- the report ---------------------------------------------------------------------------------
 
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def header(meta: dict) -> str:
     la = ", ".join(f"{x:.2f}" for x in meta["load_average_start"])
     return "\n".join([
@@ -643,7 +633,7 @@ def run(*, quick: bool = False, torch_compile: bool = False, with_memory: bool =
                          "(pip install 'pypto[torch]')")
     rounds = rounds or (3 if quick else 9)
     passive = (not quick) if passive is None else passive
-    meta = {"cpu": _cpu(), "machine": platform.machine(), "cpus": os.cpu_count(),
+    meta = {"cpu": cpu_model(), "machine": platform.machine(), "cpus": os.cpu_count(),
             "python": platform.python_version(), "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "load_average_start": os.getloadavg(),
             "when": time.strftime("%Y-%m-%d %H:%M:%S"), "quick": quick, "pause_s": pause,

@@ -159,13 +159,20 @@ def _gru_frontend(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
     return out[0] if unbatched else out
 
 
-def _gru_validate(dims, p):
-    if dims["T"] != 3:
-        raise ShapeError(f"gru_cell: the gate axis of w_ih, w_hh, b_ih and b_hh must be 3 "
-                         f"(r, z, n), got {dims['T']}")
-    if dims["HO"] != dims["HID"]:
-        raise ShapeError(f"gru_cell: the weights have {dims['HO']} rows per gate but h has "
-                         f"{dims['HID']} hidden units")
+def _cell_validate(name: str, gates: int, which: str):
+    """The checks both cells make of their weights: ``gates`` on the gate axis, one row per
+    hidden unit in each gate."""
+    def validate(dims, p):
+        if dims["T"] != gates:
+            raise ShapeError(f"{name}: the gate axis of w_ih, w_hh, b_ih and b_hh must be "
+                             f"{gates}{which}, got {dims['T']}")
+        if dims["HO"] != dims["HID"]:
+            raise ShapeError(f"{name}: the weights have {dims['HO']} rows per gate but h has "
+                             f"{dims['HID']} hidden units")
+    return validate
+
+
+_gru_validate = _cell_validate("gru_cell", 3, " (r, z, n)")
 
 
 @op(category="nn",
@@ -207,13 +214,7 @@ def _rnn_frontend(x, h, w_ih, w_hh, b_ih=None, b_hh=None, nonlinearity="tanh"):
     return out[0] if unbatched else out
 
 
-def _rnn_validate(dims, p):
-    if dims["T"] != 1:
-        raise ShapeError(f"rnn_cell: the gate axis of the weights and biases must be 1, got "
-                         f"{dims['T']}")
-    if dims["HO"] != dims["HID"]:
-        raise ShapeError(f"rnn_cell: the weights have {dims['HO']} rows but h has "
-                         f"{dims['HID']} hidden units")
+_rnn_validate = _cell_validate("rnn_cell", 1, "")
 
 
 @op(category="nn",
