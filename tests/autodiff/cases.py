@@ -388,6 +388,39 @@ CASES.update({
                                                      [-0.04, 0.05, 1.1]]])]),
 })
 
+# -- HSV colour conversions (their own generator too) ---------------------------------------------
+_rng3 = np.random.default_rng(1415)
+
+
+def _rgb_clear_of_kinks():
+    """RGB pixels [2, 3, 2, 3] (colour axis 1) covering all six channel orders, two pixels each:
+    the three channels at least 0.15 apart, so no maximum or minimum ties, no gray, value >= 0.35,
+    and hue clear of its sector edges and of its wrap from 1 back to 0."""
+    orders = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)] * 2
+    px = np.empty((12, 3))
+    for i, (hi, mid, lo) in enumerate(orders):
+        low = _rng3.uniform(0.05, 0.25)
+        middle = low + _rng3.uniform(0.15, 0.35)
+        px[i, [lo, mid, hi]] = low, middle, middle + _rng3.uniform(0.15, 0.35)
+    return px.reshape(2, 2, 3, 3).transpose(0, 3, 1, 2).copy()
+
+
+def _hsv_clear_of_kinks():
+    """HSV pixels [2, 3, 2, 3] (colour axis 1) with hue in every sector twice, its position in
+    the sector (6 h mod 1) in [0.15, 0.85], some hues a turn below 0 or above 1 (they wrap),
+    saturation in [0.2, 0.9] and value in [0.3, 1]."""
+    sector = np.arange(12) % 6
+    hue = (sector + _rng3.uniform(0.15, 0.85, 12)) / 6 + _rng3.choice([-1.0, 0.0, 0.0, 1.0], 12)
+    px = np.stack([hue, _rng3.uniform(0.2, 0.9, 12), _rng3.uniform(0.3, 1.0, 12)], axis=1)
+    return px.reshape(2, 2, 3, 3).transpose(0, 3, 1, 2).copy()
+
+
+CASES.update({
+    "rgb_to_hsv": (o.rgb_to_hsv, [_rgb_clear_of_kinks()]),
+    "hsv_to_rgb": (o.hsv_to_rgb, [_hsv_clear_of_kinks()]),
+})
+
+
 #: Cases where torch differentiates only some arguments (class and element weights are
 #: constants to torch): the arguments compared.
 TORCH_ARGS = {"binary_cross_entropy": (0, 1), "binary_cross_entropy_with_logits": (0, 1),
@@ -519,6 +552,7 @@ def torch_cases():
         "gru_cell": torch.gru_cell, "rnn_cell": torch.rnn_tanh_cell,
         "rnn_cell[relu]": torch.rnn_relu_cell,
         "rotary_embedding": _torch_rotary, "rotary_embedding[per_sample]": _torch_rotary,
+        "rgb_to_hsv": _torch_rgb_to_hsv, "hsv_to_rgb": _torch_hsv_to_rgb,
         "masked_attention": lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v,
                                                                              attn_mask=m),
         "masked_attention[causal]": lambda q, k, v: F.scaled_dot_product_attention(
@@ -548,3 +582,29 @@ def _torch_rotary(x, cos, sin):
 
     half = x.shape[-1] // 2
     return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+
+
+def _torch_rgb_to_hsv(x):
+    """The hexcone formula on colour axis 1, written with torch ops (torch has no HSV op)."""
+    import torch
+
+    r, g, b = x.unbind(1)
+    hi = torch.maximum(torch.maximum(r, g), b)
+    delta = hi - torch.minimum(torch.minimum(r, g), b)
+    sector = torch.where(r == hi, (g - b) / delta,
+                         torch.where(g == hi, 2 + (b - r) / delta, 4 + (r - g) / delta))
+    return torch.stack([torch.remainder(sector / 6, 1.0), delta / hi, hi], dim=1)
+
+
+def _torch_hsv_to_rgb(x):
+    """HSV to RGB by the closed form ``v - v s clamp(min(k, 4 - k), 0, 1)`` with
+    ``k = (n + 6 h) mod 6`` and n = 5, 3, 1 for red, green and blue: a composition unlike the
+    kernel's sector table, on colour axis 1."""
+    import torch
+
+    h, s, v = x.unbind(1)
+
+    def channel(n):
+        k = torch.remainder(n + 6 * h, 6.0)
+        return v - v * s * torch.clamp(torch.minimum(k, 4 - k), 0.0, 1.0)
+    return torch.stack([channel(5.0), channel(3.0), channel(1.0)], dim=1)
