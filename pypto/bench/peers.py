@@ -42,7 +42,21 @@ def _t(a: np.ndarray):
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
+_TORCH: dict[str, Callable] = {}
+
+
 def _builders() -> dict[str, Callable]:
+    """op -> torch eager builder: the family tables of :mod:`.torch_peers`, with the entries
+    written here laid over them (made once per process)."""
+    if not _TORCH:
+        from .torch_peers import builders
+
+        _TORCH.update(builders())
+        _TORCH.update(_own_builders())
+    return _TORCH
+
+
+def _own_builders() -> dict[str, Callable]:
     import torch
     import torch.nn.functional as F
 
@@ -279,6 +293,10 @@ def torch_peer(op_name: str, arrays: Sequence[np.ndarray], params: Mapping[str, 
         return build(*arrays, dict(params))
     except (TypeError, KeyError):
         return None
+    except Exception as e:  # a mapping that breaks is reported by verification, never timed
+        def broken(err=e):
+            raise err
+        return broken
 
 
 def torch_output(fn) -> list[np.ndarray]:

@@ -79,9 +79,17 @@ def replace_block(path: str, name: str, text: str) -> None:
                    "attention, lstm_cell and an LSTM layer against torch eager autograd (and "
                    "torch.compile with --compare torch-compile); with --memory also attention's "
                    "peak memory.")
+@click.option("--all-ops", "all_ops", is_flag=True,
+              help="Every op (or the OPS given) at one representative shape against NumPy and torch "
+                   "eager, shorter timing; ends with the ops where PyPTO trails a peer (a report, "
+                   "not a test; about half an hour on two cores).")
+@click.option("--check-only", is_flag=True, hidden=True,
+              help="With --all-ops: one round, no pause: checks every peer against the reference; "
+                   "the figures mean nothing.")
+@click.option("--small", is_flag=True, hidden=True, help="With --all-ops: the ops' example shapes.")
 def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_autoschedule_missing,
           roofline, memory, compile_cost, quick, json_out, from_json, plot, roofline_plot, markdown, readme,
-          no_progress, programs, overhead, grad):
+          no_progress, programs, overhead, grad, all_ops, check_only, small):
     """Measure OPS (default: the whole suite) side by side with their peers, verified first.
 
     Every implementation's output is compared with the op's NumPy reference before it is timed;
@@ -92,6 +100,11 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     it (fresh output) and with out= where a peer writes into a preallocated output. NumPy runs
     with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (the command restarts itself without them).
     """
+    if all_ops:
+        _all_ops(ops, compare, quick, check_only, small, json_out, markdown)
+        return
+    if check_only or small:
+        raise click.UsageError("--check-only and --small go with --all-ops")
     if overhead:
         _overhead(quick, json_out, "torch" in compare)
         return
@@ -141,6 +154,29 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
         click.echo(f"wrote {plot_speedups(report, plot)}", err=True)
     if roofline_plot:
         _roofline_plot(report, roofline_plot)
+
+
+def _all_ops(ops, compare: str, quick: bool, check_only: bool, small: bool, json_out: str | None,
+             markdown: bool) -> None:
+    from ..bench import harness, sweep
+
+    peers = harness.parse_compare(compare) & {"numpy", "torch", "torch-compile"}
+    if not peers:
+        raise click.UsageError("--all-ops compares with numpy, torch or torch-compile; --compare names none")
+    timing = sweep.CHECK if check_only else sweep.QUICK if quick else sweep.TIMING
+    items = sweep.items(ops, small=small)
+    click.echo(f"{len(items)} op(s) against {', '.join(sorted(peers))}"
+               + (" (Halide's autoschedulers are left out of the sweep)" if "halide" in compare else ""),
+               err=True)
+    write = (lambda rep: _write_json(rep, json_out)) if json_out else None
+    report = sweep.run(items, compare=peers, timing=timing, log=lambda s: click.echo(s, err=True),
+                       after_item=write)
+    harness.validate_report(report)
+    click.echo(harness.markdown(report) if markdown else sweep.table(report))
+    click.echo("")
+    click.echo(sweep.summary(report))
+    if json_out:
+        click.echo(f"wrote {json_out}", err=True)
 
 
 def _overhead(quick: bool, json_out: str | None, with_torch: bool) -> None:

@@ -477,6 +477,25 @@ def _roi_derive(dims, params):
     return {"OH": params["pooled_height"], "OW": params["pooled_width"]}
 
 
+def _roi_inputs(dims, dtypes, params, rng):
+    """A feature map and boxes as a detector's proposals look: inside the image (the map's
+    extent divided by ``spatial_scale``), sides log-uniform from 2 map pixels to 90% of the map,
+    each on a random image of the batch."""
+    n, c, h, w, k = (dims[d] for d in ("N", "C", "H", "W", "K"))
+    x = rng.uniform(-1, 1, (n, c, h, w)).astype(dtypes[0])
+    if dims["F"] != 5:   # the op rejects it; inputs of the declared shape let it say so
+        return [x, rng.uniform(0, 1, (k, dims["F"])).astype(dtypes[1])]
+    scale = params.get("spatial_scale") or 1.0
+    boxes = np.empty((k, 5))
+    boxes[:, 0] = rng.integers(0, n, k)
+    for col, extent in ((1, w / scale), (2, h / scale)):
+        lo = min(2.0 / scale, 0.5 * extent)
+        side = np.exp(rng.uniform(np.log(lo), np.log(0.9 * extent), k))
+        boxes[:, col] = rng.uniform(0, 1, k) * (extent - side)
+        boxes[:, col + 2] = boxes[:, col] + side
+    return [x, boxes.astype(dtypes[1])]
+
+
 @op(category="image", inputs={"x": "N C H W", "boxes": "K F"}, output="K C OH OW",
     dtypes=_FLOATS,
     params=[Param("pooled_height", int, low=1, high=1 << 16, doc="output bins along height"),
@@ -486,7 +505,7 @@ def _roi_derive(dims, params):
             Param("aligned", bool, False, doc="shift box corners by -0.5 pixel")],
     reference=_roi_align_ref, kernel_reference=_roi_kernel_ref, frontend=_roi_align_frontend,
     doc=_roi_align_frontend.__doc__,
-    validate=_roi_validate, derive=_roi_derive,
+    validate=_roi_validate, derive=_roi_derive, make_inputs=_roi_inputs,
     example={"N": 2, "C": 8, "H": 32, "W": 40, "K": 6, "F": 5})
 def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned,
               dims):
