@@ -258,19 +258,41 @@ def vjp_traceable(fn: Callable, n_args: int, argnums: Sequence[int]) -> Callable
 def backward_program(op, dims, dtypes: Sequence[str], params=None):
     """The backward program of ``op``'s public call at the canonical shape ``dims``: a graph op
     whose inputs are the op's arrays and its output gradients and whose outputs are the
-    gradients of its float inputs (what ``pypto.torch.op(op)`` runs in ``backward``)."""
+    gradients of its float inputs (what ``pypto.torch.op(op)`` runs in ``backward``).
+
+    ``params`` are the public call's keywords (``padding=1`` for conv2d) or the op's canonical
+    parameters (``pad_h=1, pad_w=1``); with canonical ones that the public call does not take,
+    the program differentiates the canonical-form call ``op.kernel``.
+    """
+    from ..errors import ParamError
     from ..frontend.programs import trace_graph_op
     from ..infra.inputs import make_inputs
 
     params = dict(params or {})
-    arrays = make_inputs(op, tuple(dtypes), dims, op.resolve_params(params))
-    outs = op(*arrays, **params)
+    call = op
+    try:
+        canonical = op.resolve_params(params)
+    except ParamError:            # public keywords: the inputs' shapes come from ``dims`` alone
+        canonical = op.resolve_params({})
+    arrays = make_inputs(op, tuple(dtypes), dims, canonical)
+    try:
+        outs = op(*arrays, **params)
+    except TypeError as e:
+        if op.frontend is None or not params:
+            raise
+        if params.keys() - canonical.keys():
+            raise ParamError(
+                f"{op.name}: parameters {sorted(params)} mix the public call's keywords and the "
+                f"op's canonical parameters ({e}); give either public keywords or only canonical "
+                f"ones ({', '.join(sorted(canonical))})") from None
+        call = op.kernel
+        outs = op.kernel(*arrays, **params)
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     rng = np.random.default_rng(5)
     cts = [rng.uniform(-1, 1, np.shape(o)).astype(np.asarray(o).dtype) for o in outs]
     nums = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
     if not nums:
         raise NotDifferentiableError(f"{op.name} has no float input to differentiate")
-    fn = functools.partial(op, **params) if params else op
+    fn = functools.partial(call, **params) if params else call
     body = vjp_traceable(fn, len(arrays), nums)
     return trace_graph_op(body, [*arrays, *cts])

@@ -123,6 +123,29 @@ def test_tune_grad_on_the_cli_tunes_the_backward_the_torch_bridge_runs(user_db, 
                for op_, k in J._kernels.values())
 
 
+def test_backward_program_takes_public_or_canonical_params_and_gives_the_bridges_graph():
+    """``pypto tune conv2d --grad --param padding=1`` (public keyword) and ``pad_h=1,pad_w=1``
+    (the canonical parameters ``pypto tune conv2d`` takes) name the graph the bridge runs."""
+    from pypto.autodiff.api import _programs, backward_program, vjp_arrays
+
+    op = pypto.get_op("conv2d")
+    dims = dict(N=1, C=3, H=6, W=6, O=2, CG=3, KH=3, KW=3)
+    public = backward_program(op, dims, ("float32",) * 3, {"padding": 1})
+    canonical = backward_program(op, dims, ("float32",) * 3, {"pad_h": 1, "pad_w": 1})
+    unpadded = backward_program(op, dims, ("float32",) * 3, {})
+    assert public.name == canonical.name != unpadded.name
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.random(s, np.float32) for s in ((1, 3, 6, 6), (2, 3, 3, 3), (2,)))
+    ct = rng.random((1, 2, 6, 6), np.float32)
+    fn = lambda x, w, b: pypto.ops.conv2d(x, w, b, padding=1)   # noqa: E731
+    vjp_arrays(fn, [x, w, b], [ct], [0, 1, 2])
+    J = __import__("importlib").import_module("pypto.frontend.jit")
+    assert public.name in {op_.name for op_, _ in J._kernels.values()}
+    with pytest.raises(pypto.errors.ParamError, match="padding"):
+        backward_program(op, dims, ("float32",) * 3, {"padding": 1, "pad_h": 1})
+    assert _programs is not None
+
+
 @pytest.mark.parametrize("target", ["cuda", "opencl"])
 def test_a_composite_op_builds_for_gpu_targets(tmp_path, target):
     (tmp_path / "my_ops.py").write_text(MY_OPS)
