@@ -626,7 +626,9 @@ def format_table(result: TuneResult) -> str:
         m = t[n]["median_ms"]
         vs_np = f"{numpy_ms / m:.2f}x" if numpy_ms else "-"
         mark = " *" if n == result.winner else ""
-        lines.append(f"{n + mark:<22}{m:>12.3f}{t[n]['spread'] * 100:>8.1f}%{m / best:>10.2f}x{vs_np:>10}")
+        label = t[n].get("label")    # "numpy (reference)" where the op has no fast NumPy form
+        shown = f"{label}{mark}" if isinstance(label, str) and label.startswith(n) else n + mark
+        lines.append(f"{shown:<22}{m:>12.3f}{t[n]['spread'] * 100:>8.1f}%{m / best:>10.2f}x{vs_np:>10}")
     if result.rule:
         lines.append(f"decided: {result.rule}")
     return "\n".join(lines)

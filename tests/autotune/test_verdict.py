@@ -103,3 +103,17 @@ def test_a_clear_win_is_stored_and_the_table_says_which_rule(tmp_path):
     res = Tuner(cfg(tmp_path, trials=8), say=lambda s: None).run()
     assert res.written
     assert "by more than the measured spread" in format_table(res).splitlines()[-1]
+
+
+def test_the_table_names_a_numpy_reference_as_such():
+    """A program (or op) without a fast NumPy form is compared with its reference: say so."""
+    from types import SimpleNamespace
+
+    row = {"median_ms": 2.0, "spread": 0.01}
+    res = SimpleNamespace(table={"default": dict(row), "numpy": dict(row, median_ms=9.0,
+                                                                     label="numpy (reference)")},
+                          winner="default", rule="")
+    lines = format_table(res).splitlines()
+    assert lines[2].startswith("numpy (reference)") and "4.50x" in lines[2]
+    res.table["numpy"]["label"] = "numpy"
+    assert format_table(res).splitlines()[2].split()[0] == "numpy"
