@@ -161,8 +161,8 @@ SHAPES: dict[str, tuple[dict, dict]] = {
     # a detector's second stage: 1,000 proposals of varied sizes on a stride-16 feature map
     "roi_align": ({"N": 1, "C": 256, "H": 50, "W": 68, "K": 1000, "F": 5},
                   {"pooled_height": 7, "pooled_width": 7, "spatial_scale": 1 / 16, "sampling_ratio": 2}),
-    "roi_pool": ({"N": 1, "C": 256, "H": 50, "W": 68, "K": 1000, "F": 5},
-                 {"pooled_height": 7, "pooled_width": 7, "spatial_scale": 1 / 16}),
+    "roi_pool": ({"N": 1, "C": 256, "H": 50, "W": 68, "K": 1000, "F": 5},   # its inputs' boxes are
+                 {"pooled_height": 7, "pooled_width": 7}),                  # in map coordinates
     "box_iou": ({"N": 1000, "M": 1000, "E": 4}, {}),
     "box_convert": ({"N": 1 << 20, "E": 4}, {}),
     "nms": ({"N": 1000, "E": 4}, {}),
