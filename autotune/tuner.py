@@ -531,6 +531,12 @@ class Tuner:
                                      "first, rotating); steady-state medians"))
             other = store_winner(db, entry, stored)
             written = other is None
+            if hasattr(self.op, "graph"):
+                # A program: its graph goes beside the entry, so `pypto db validate --deep`
+                # can rebuild and check it (pypto.database.programs).
+                from pypto.frontend.serial import write_program
+
+                write_program(db.root, self.op.graph, self.op.name)
             message = (f"stored in {db.path(self.op.name, self.family)}" if written else
                        f"another run stored a faster entry for this key meanwhile "
                        f"({other.time_ms:.3f} ms); kept it")

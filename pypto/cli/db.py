@@ -114,21 +114,23 @@ def _compile_problems(paths) -> list[str]:
     from pathlib import Path
 
     from ..compiler.check import compile_problem
+    from ..database.programs import op_for_entry
     from ..database.store import DirectoryDatabase
     from ..errors import PyptoError
-    from ..ops import get_op
 
     out = []
     for p in map(Path, paths):
         if p.is_file():
-            entries = DirectoryDatabase(p.parent.parent).load_file(p).entries
+            db = DirectoryDatabase(p.parent.parent)
+            entries = db.load_file(p).entries
         elif p.is_dir():
-            entries = list(DirectoryDatabase(p).iter_all())
+            db = DirectoryDatabase(p)
+            entries = list(db.iter_all())
         else:
             continue  # reported by validate_paths
         for e in entries:
             try:
-                op = get_op(e.key.op)
+                op = op_for_entry(db.root, e.key.op)
             except PyptoError:
                 continue  # reported by the deep check
             why = compile_problem(op, e.key.dtypes, dict(e.key.params), e.schedule, e.key.family)

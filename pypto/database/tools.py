@@ -39,17 +39,17 @@ def validate_paths(paths: Iterable[str | Path], *, deep: bool = False) -> list[s
             problems.append(f"{p}: no such file or folder")
             continue
         if deep:
-            problems += _deep_check(entries, str(p))
+            problems += _deep_check(entries, str(p), db.root)
     return problems
 
 
-def _deep_check(entries: list[Entry], where: str) -> list[str]:
-    from ..ops import get_op
+def _deep_check(entries: list[Entry], where: str, root) -> list[str]:
+    from .programs import op_for_entry
 
     out = []
     for e in entries:
         try:
-            op = get_op(e.key.op)
+            op = op_for_entry(root, e.key.op)
             built = build(op, e.key.dtypes, dict(e.key.params))
             fp = fingerprint(built)
             if fp != e.key.fingerprint:

@@ -21,5 +21,7 @@ _runtime._record = record_op
 _runtime._as_tensor = as_tensor
 _runtime.checked_call = checked_call
 
+from . import serial as _serial  # noqa: E402,F401  (registers the program loader of the database)
+
 __all__ = ["CompositeOp", "GraphReport", "JitFunction", "Tensor", "check_graph", "cond", "fuse",
            "jit", "register_op", "spec", "stats", "target_specific", "tune"]

@@ -151,6 +151,14 @@ def save(graph: Graph, *, name: str) -> str:
     return f"graph:{path}"
 
 
+def write_program(root, graph: Graph, name: str):
+    """Writes ``graph`` as program ``name``'s graph file into database folder ``root`` (see
+    ``pypto.database.programs``); returns its path."""
+    from ..database.programs import write_graph
+
+    return write_graph(root, name, json.dumps(to_json(graph, name=name), sort_keys=True))
+
+
 def load_op(path: str) -> GraphOp:
     """The graph op a graph file describes (``resolve_op('graph:PATH')``)."""
     try:
@@ -163,3 +171,12 @@ def load_op(path: str) -> GraphOp:
         raise GraphFileError(f"graph file {path}: not JSON ({e})") from None
     graph, name = from_json(obj)
     return GraphOp(graph, name=name)
+
+
+def _register() -> None:
+    from ..database import programs
+
+    programs.set_loader(load_op)
+
+
+_register()

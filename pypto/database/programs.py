@@ -1,0 +1,77 @@
+"""Entries of traced programs (graph ops named ``g_<16 hex>``) and the graph files beside them.
+
+A program has no registered op to check its entries against: a backward pass, a jitted function
+or a composite op at one shape is a graph traced from Python. The tuner therefore writes the
+program's graph, as data naming registered ops only (``pypto.frontend.serial``), into the
+database folder that receives the winner: ``programs/NAME.graph``. ``pypto db validate --deep``
+rebuilds the program from it (nothing in the file is imported or evaluated) and checks the entry
+like an op's: fingerprint, names, compilation. A call never needs the file: its lookup compares
+the fingerprint of the program it is running.
+
+The loader lives in the frontend, above this layer; it registers itself here on import
+(:func:`set_loader`), so the database never imports upward.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import PyptoError
+
+FOLDER = "programs"
+SUFFIX = ".graph"
+_NAME = re.compile(r"^g_[0-9a-f]{16}$")
+_loader: Callable[[str], object] | None = None
+
+
+def set_loader(fn: Callable[[str], object]) -> None:
+    """Registers the function that rebuilds a graph op from a graph file's path."""
+    global _loader
+    _loader = fn
+
+
+def is_program(name: str) -> bool:
+    return bool(_NAME.match(name))
+
+
+def graph_path(root: str | Path, name: str) -> Path:
+    return Path(root) / FOLDER / f"{name}{SUFFIX}"
+
+
+def write_graph(root: str | Path, name: str, text: str) -> Path:
+    """Writes a program's graph file into database folder ``root`` (atomically)."""
+    if not is_program(name):
+        raise PyptoError(f"{name!r} is not a program name (g_ and 16 hex digits)")
+    path = graph_path(root, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+def op_for_entry(root: str | Path, name: str):
+    """The op an entry named ``name`` in database ``root`` belongs to: a registered op, else the
+    program rebuilt from its graph file. Raises PyptoError saying what is missing."""
+    from ..ops import get_op
+
+    try:
+        return get_op(name)
+    except PyptoError:
+        if not is_program(name):
+            raise
+    path = graph_path(root, name)
+    if not path.is_file():
+        raise PyptoError(f"a program's entry needs its graph file {path} to be checked; "
+                         "`pypto tune` writes it beside the entry (re-tune, or drop the entry)")
+    if _loader is None:
+        raise PyptoError(f"cannot rebuild program {name}: import pypto first (its frontend "
+                         "reads graph files)")
+    op = _loader(str(path))
+    if getattr(op, "name", None) != name:
+        raise PyptoError(f"{path} describes program {getattr(op, 'name', '?')}, not {name}: "
+                         "the file does not belong to this entry")
+    return op
