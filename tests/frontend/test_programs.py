@@ -667,3 +667,34 @@ def test_check_graph_reports_every_error_each_with_its_line():
     assert not rep.ok and len(rep.errors) == 2, rep.errors
     assert f"{__file__}:{first + 1}" in rep.errors[0] and "conv2d" in rep.errors[0]
     assert f"{__file__}:{first + 2}" in rep.errors[1] and "matmul" in rep.errors[1]
+
+
+def _schedule_of(fn, *args):
+    """The fused default directives of the one segment ``fn`` (jitted) compiled for ``args``."""
+    from pypto.compiler.lower import build
+    from pypto.frontend.graph import fused_schedule
+
+    (entry,) = [e for e in fn._cache.values() if getattr(e, "segment", None) is not None]
+    seg = entry.segment
+    return [str(d) for d in fused_schedule(build(seg.op, seg.op.dtypes[0], {}),
+                                           seg.op.call_dims, 8)]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "nansum", "argmax"])
+@pytest.mark.parametrize("shape", [(1000, 37), (4096, 24), (40, 9)])
+def test_reductions_over_a_leading_axis_read_rows_in_place_and_match_numpy(name, shape):
+    """``x.sum(axis=0)`` in a program reduces chunks of rows into partial rows in parallel (the
+    column schedule); small or tuple-valued reductions keep the op's own. Results match NumPy."""
+    rng = np.random.default_rng(len(name) + shape[0])
+    x = rng.uniform(0.5, 1.5, shape).astype(np.float32)
+    y = rng.uniform(-1, 1, shape).astype(np.float32)
+    op = getattr(pypto.ops, name)
+    f = pypto.jit(lambda x, y: op(x * y + 1, axis=0))
+    got = f(x, y)
+    ref = getattr(np, name)((x.astype(np.float64) * y + 1), axis=0)
+    if name == "argmax":
+        np.testing.assert_array_equal(got, ref)
+    else:
+        np.testing.assert_allclose(got, ref, rtol=2e-4 if name == "prod" else 2e-5, atol=1e-5)
+    column = any("_rows" in d and "parallel" in d for d in _schedule_of(f, x, y))
+    assert column == (name != "argmax" and shape[0] >= 64 and shape[1] >= 8)
