@@ -315,6 +315,9 @@ _TRACED: tuple = ()
 _tracing: Any = None     # () -> the active trace context or None
 _record: Any = None      # (op, arrays, dtypes, params, dims) -> output Tensors
 _as_tensor: Any = None   # array -> a Tensor of the active trace (an input of the program)
+#: (op, x of shape [R, O], params) -> op's [O, R] reduction of ``x.T``, run as a one-op program
+#: whose schedule reads the rows in place (a reduction over leading axes; see ops.reduce).
+_leading_reduce: Any = None
 
 
 #: Set while ``pypto.check_graph`` runs (by the frontend): public op calls then go through

@@ -22,6 +22,9 @@ _runtime._as_tensor = as_tensor
 _runtime.checked_call = checked_call
 
 from . import serial as _serial  # noqa: E402,F401  (registers the program loader of the database)
+from .jit import leading_reduce as _leading_reduce  # noqa: E402
+
+_runtime._leading_reduce = _leading_reduce
 
 __all__ = ["CompositeOp", "GraphReport", "JitFunction", "Tensor", "check_graph", "cond", "fuse",
            "jit", "register_op", "spec", "stats", "target_specific", "tune"]

@@ -872,3 +872,23 @@ def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
                              f"{np.dtype(dy).name}; cast one of them")
         out.append(ops.where(p, x, y))
     return _rebuild(sa, out)
+
+
+_leading: dict = {}
+
+
+def leading_reduce(op, x: np.ndarray, params: dict) -> np.ndarray:
+    """``op``'s [O, R] reduction of ``x.T`` for ``x`` of shape [R, O] (a reduction over leading
+    axes, called by the reduction frontends): a one-op program, whose fused default schedule
+    reduces chunks of rows in parallel into partial rows, every load contiguous."""
+    key = (op.name, tuple(sorted(params.items())))
+    fn = _leading.get(key)
+    if fn is None:
+        kw = dict(params)
+
+        def reduce_rows(x):
+            return op.kernel(x.T, **kw)
+
+        reduce_rows.__name__ = f"{op.name}_over_rows"
+        fn = _leading[key] = JitFunction(reduce_rows, name=reduce_rows.__name__)
+    return fn(x)
