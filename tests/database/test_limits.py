@@ -111,15 +111,17 @@ def test_a_bad_new_entry_is_refused_before_anything_is_written(tmp_path):
 
 
 def test_a_program_key_with_many_input_dims_is_stored_and_a_huge_one_refused(tmp_path):
-    """A program's key names every input dimension (I0_0, I0_1, ...): an attention backward has
-    18, an LSTM cell's 33. They are stored; a shape of more than 256 dims is refused."""
+    """A program's key names every input dimension (I0_0, I0_1, ...) and every input's dtype: an
+    attention backward has 18 dims, an LSTM cell's 33 dims of 22 inputs. They are stored; a
+    shape of more than 256 dims is refused."""
     from dbhelpers import F32, fp
     from pypto.database import Key
     from pypto.schedule.schedule import Schedule
 
     def entry(n):
         shape = {f"I{i}_0": 2 + i for i in range(n)}
-        key = Key.make("g_0123456789abcdef", F32, shape, {}, family(), fp())
+        dtypes = ("bool", "float32") * (n // 4) + ("float32",) * (n % 4 > 0)  # 2 dims per input
+        key = Key.make("g_0123456789abcdef", dtypes, shape, {}, family(), fp())
         return Entry(key=key, schedule=Schedule("g_0123456789abcdef", (), fp()), time_ms=1.0)
 
     db = DirectoryDatabase(tmp_path)
