@@ -215,6 +215,8 @@ class Lowering:
         self.anchors: list[dict] = []
         self.materialize: set[str] = set()
         self.transposed: set[str] = set()     # permute views that move the innermost axis
+        self.reindexed: set[str] = set()      # views reading across their source: permutes,
+        #                                       strided or reversed slices, and views of those
         self.outputs: list[_Val] = []
         # Every extent, by slot: ints, or (a shape-generic lowering) SymInts read from the inputs.
         self.ext = (symbolic(graph, binding, images) if binding is not None
@@ -272,6 +274,8 @@ class Lowering:
                     stride = stride * n
                 f[vs] = v.func[list(reversed(src_idx))]
                 self.reshapes[key] = r
+                if v.name in self.reindexed:
+                    self.reindexed.add(r.name)
                 self.readers.setdefault(v.name, []).append(("view", r.name))
             v = r
         self.readers.setdefault(v.name, []).append(reader)
@@ -325,6 +329,9 @@ class Lowering:
         self.vals[("n", idx, 0)] = v
         if kind == "permute" and n.aux[1] and n.aux[1][-1] != len(n.aux[1]) - 1:
             self.transposed.add(v.name)     # its innermost axis reads across rows
+        if (src.name in self.reindexed or kind == "permute" and list(n.aux[1]) != sorted(n.aux[1])
+                or kind == "slice" and any(sp != 1 for sp in n.aux[2])):
+            self.reindexed.add(v.name)
 
     def _cast(self, idx: int, n: Node) -> None:
         src = self.vals[self.g.ref(n.inputs[0])]
@@ -670,13 +677,15 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         plans.append((a, directives, column is not None))
         if directives is None or column is not None or n.op.category == "reduction":
             continue
-        # A transposed operand the anchor's schedule does not stage itself (matmul packs its B,
-        # not its A) is made dense once: a^T @ g at 1024 read through the view took 2.3x the
-        # time of a @ b, and 1.2x with the copy first. (A reduction reads such a view in place:
-        # a dense copy first made a column sum slower, 116 against 69 ms.)
+        # An operand read through a permute or a strided or reversed slice, that the anchor's
+        # schedule does not stage itself (matmul packs its B, not its A), is made dense once:
+        # a^T @ g at 1024 read through the view took 2.3x the time of a @ b, and 1.2x with the
+        # copy first; conv2d's input gradient read its flipped, transposed weights through
+        # index arithmetic in the innermost loop. (A reduction reads such a view in place: a
+        # dense copy first made a column sum slower, 116 against 69 ms.)
         staged = {d.func for d in directives if d.op == "wrap"}
         for vname in a["inputs"].values():
-            if vname in low.transposed and vname not in staged and vname in built.funcs \
+            if vname in low.reindexed and vname not in staged and vname in built.funcs \
                     and vname not in low.materialize and vname not in dense:
                 dense.append(vname)
     for k, (a, directives, is_column) in enumerate(plans):

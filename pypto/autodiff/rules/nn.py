@@ -96,7 +96,10 @@ def conv_input_grad(dy, w, in_hw, stride, pad, dil, groups):
 
 
 def conv_weight_grad(x, dy, k_hw, stride, pad, dil, groups):
-    """d conv2d / d w, as a grouped conv2d of the input with the output gradient."""
+    """d conv2d / d w: a product with the input's patches (one group), else a grouped conv2d of
+    the input with the output gradient."""
+    if groups == 1:
+        return _weight_grad_patches(x, dy, k_hw, stride, pad, dil)
     n, c, h, wd = x.shape
     o = dy.shape[1]
     cg = c // groups
@@ -107,6 +110,29 @@ def conv_weight_grad(x, dy, k_hw, stride, pad, dil, groups):
                           pad_w=pad[1], dil_h=stride[0], dil_w=stride[1], groups=groups)
     r = r[:, :, :k_hw[0], :k_hw[1]]                           # [CG, O, KH, KW]
     return r.transpose(1, 0, 2, 3)
+
+
+def _weight_grad_patches(x, dy, k_hw, stride, pad, dil):
+    """d conv2d / d w for one group, one kernel tap at a time: ``dy`` as [O, N*OH*OW] times the
+    tap's strided slice of the padded input as [N*OH*OW, C], the taps stacked last. The conv
+    form has a kernel as large as the image, which conv2d's schedule handles badly: the 3x3
+    ResNet layer's weight gradient (64 channels, 56x56) took 69 ms that way, torch 9.5 for the
+    whole backward; one product of all taps' patches spent its time stacking them."""
+    n, c = x.shape[:2]
+    o, oh, ow = dy.shape[1:]
+    kh, kw = k_hw
+    xp = shapes.pad_axis(shapes.pad_axis(x, 2, pad[0], pad[0]), 3, pad[1], pad[1])
+    dm = dy.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)
+    taps = []
+    for a in range(kh):
+        for b in range(kw):
+            r0, c0 = a * dil[0], b * dil[1]
+            tap = xp[:, :, r0:r0 + (oh - 1) * stride[0] + 1:stride[0],
+                     c0:c0 + (ow - 1) * stride[1] + 1:stride[1]]
+            taps.append(dm @ tap.transpose(1, 0, 2, 3).reshape(c, n * oh * ow).T)   # [O, C]
+    if len(taps) == 1:
+        return taps[0].reshape(o, c, 1, 1)
+    return ops.stack(taps, axis=2).reshape(o, c, kh, kw)
 
 
 def _conv_params(p, dilation=True):
