@@ -1,4 +1,5 @@
-"""Entries of traced programs (graph ops named ``g_<16 hex>``) and the graph files beside them.
+"""Entries of traced programs (graph ops named ``g_<16 hex>``, and composite ops at one shape)
+and the graph files beside them.
 
 A program has no registered op to check its entries against: a backward pass, a jitted function
 or a composite op at one shape is a graph traced from Python. The tuner therefore writes the
@@ -24,6 +25,7 @@ from ..errors import PyptoError
 FOLDER = "programs"
 SUFFIX = ".graph"
 _NAME = re.compile(r"^g_[0-9a-f]{16}$")
+_OP_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")     # the database's op names (schema.json)
 _loader: Callable[[str], object] | None = None
 
 
@@ -42,9 +44,11 @@ def graph_path(root: str | Path, name: str) -> Path:
 
 
 def write_graph(root: str | Path, name: str, text: str) -> Path:
-    """Writes a program's graph file into database folder ``root`` (atomically)."""
-    if not is_program(name):
-        raise PyptoError(f"{name!r} is not a program name (g_ and 16 hex digits)")
+    """Writes a program's graph file into database folder ``root`` (atomically). ``name`` is
+    the entry's op name: ``g_<hash>`` for a traced program, the composite op's name for one."""
+    if not _OP_NAME.match(name):
+        raise PyptoError(f"{name!r} cannot name a program's graph file (lower-case letters, "
+                         "digits and _)")
     path = graph_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -61,9 +65,9 @@ def op_for_entry(root: str | Path, name: str):
     try:
         return get_op(name)
     except PyptoError:
-        if not is_program(name):
+        path = graph_path(root, name) if _OP_NAME.match(name) else None
+        if not is_program(name) and (path is None or not path.is_file()):
             raise
-    path = graph_path(root, name)
     if not path.is_file():
         raise PyptoError(f"a program's entry needs its graph file {path} to be checked; "
                          "`pypto tune` writes it beside the entry (re-tune, or drop the entry)")

@@ -90,7 +90,8 @@ def test_every_op_has_a_representative_shape_that_fits_it():
     from pypto.infra.inputs import complete_dims, parse_shape
 
     items = sweep.items()
-    assert len(items) == len([o for o in list_ops() if o.category != "test"])
+    builtin = [o for o in list_ops() if o.category != "test" and not hasattr(o, "specialize")]
+    assert len(items) == len(builtin) >= 244
     for it in items:
         op = get_op(it.op)
         params = op.resolve_params(it.params)
