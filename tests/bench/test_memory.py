@@ -45,8 +45,8 @@ def test_an_intermediate_shows_in_the_halide_heap():
 def test_a_missing_peer_and_a_timeout_are_results_with_reasons():
     # The child runs this interpreter, so it sees PyTorch exactly when this process does; the
     # README's test command must pass with and without it installed.
-    r = peak_memory("torch", "where", {"R": 4, "C": 4})
-    why = "no PyTorch peer for where" if torch_available() else "PyTorch is not installed"
+    r = peak_memory("torch", "nms", {"N": 8, "E": 4})     # torchvision's op: no torch peer
+    why = "no PyTorch peer for nms" if torch_available() else "PyTorch is not installed"
     assert r.peak_rss_bytes is None and why in r.reason
     r = peak_memory("numpy", "swiglu", DIMS, timeout_s=0.01)
     assert r.peak_rss_bytes is None and "timed out" in r.reason
