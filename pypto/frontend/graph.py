@@ -668,10 +668,10 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
                 claimed[a["outs"][0]] = tgt
     handled: set[str] = set()
     plans: list = []              # per anchor: its directives (None: the structural default)
-    dense: list[str] = []         # transposed operands made dense once, before their readers
+    dense: list[str] = []         # reindexed operands made dense once, before their readers
     for a in low.anchors:
         n: Node = a["node"]
-        column = None if safe else _column_reduction(a, n, low, built, claimed, lanes, extents)
+        column = None if safe else _column_reduction(a, n, low, built, claimed, lanes)
         directives = column if column is not None or safe else \
             _anchor_directives(a, n, target, claimed)
         plans.append((a, directives, column is not None))
@@ -747,14 +747,14 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     return out
 
 
-def _column_reduction(a: dict, n: Node, low: "Lowering", built, claimed, lanes: int,
-                      extents) -> list[Directive] | None:
+def _column_reduction(a: dict, n: Node, low: "Lowering", built, claimed,
+                      lanes: int) -> list[Directive] | None:
     """A reduction over a transposed view (``x.sum(axis=0)``, the bias and norm gradients) read
     row by row, in place: the reduced axis is cut into chunks reduced in parallel into partial
     rows (``rfactor``), each row vectorized across the kept axis, so every load is contiguous;
     the partial rows are added last. The op's own schedule vectorizes along the reduced axis,
-    which a transposed view makes a gather: a column sum of 4096x1024 took 69 ms that way (116
-    with a dense copy first), against NumPy's 9.6. None when the anchor is not such a reduction.
+    which a transposed view makes a gather: ``(x * y).sum(axis=0)`` at 4096x1024 took 69 ms that
+    way (116 with a dense copy first), NumPy 9.6. None when the anchor is not such a reduction.
     """
     if n.op.category != "reduction" or len(a["outs"]) != 1:
         return None
