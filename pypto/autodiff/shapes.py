@@ -79,14 +79,6 @@ def pad_axis(t: T.Tensor, axis: int, before: int, after: int, fill: float = 0.0)
     before, after = max(before, 0), max(after, 0)
     if before == 0 and after == 0:
         return t
-    from .. import ops
-
-    # The pad op where it applies (finite fill, its dtypes; max pools pad with -inf): one dense
-    # copy. The view form below reads through reshapes of permuted views, index arithmetic per
-    # element (conv2d's input gradient at 1x64x56x56: 61 ms with it, 55 with the pad op).
-    if math.isfinite(fill) and any(d[0] == np.dtype(t.dtype).name for d in ops.pad.dtypes):
-        widths = [0, 0] * (t.ndim - 1 - axis % t.ndim) + [before, after]
-        return ops.pad(t, tuple(widths), value=float(fill))
     rows, perm, moved = _to_rows(t, axis)
     m_rows, m = rows.shape
     n = before + m + after
