@@ -34,6 +34,15 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else np.array(a, order="C")
 
 
+def _stacked(x, batch: tuple) -> np.ndarray:
+    """``x`` with its batch dims broadcast to ``batch``: ``x`` itself when they are already
+    ``batch`` (a broadcast view is read-only and would be copied for the kernel), else a dense copy
+    of the broadcast."""
+    if tuple(x.shape[:-2]) == tuple(batch):
+        return x
+    return _writable(np.broadcast_to(x, tuple(batch) + tuple(x.shape[-2:])))
+
+
 # -- references ----------------------------------------------------------------------------------
 
 def _float16_safe(fn):
@@ -105,8 +114,8 @@ def _matmul_frontend(a, b):
         out = matmul.kernel(_writable(a2), _writable(b2))
     else:
         nb = int(np.prod(batch, dtype=np.int64))
-        a3 = _writable(np.broadcast_to(a2, batch + a2.shape[-2:])).reshape(nb, m, k_a)
-        b3 = _writable(np.broadcast_to(b2, batch + b2.shape[-2:])).reshape(nb, k_b, n)
+        a3 = _stacked(a2, batch).reshape(nb, m, k_a)
+        b3 = _stacked(b2, batch).reshape(nb, k_b, n)
         out = batch_matmul.kernel(_writable(a3), _writable(b3))
     out = out.reshape(batch + (m, n))
     if a_vec:

@@ -160,6 +160,29 @@ def test_matmul_read_only_and_broadcast_views():
     assert_close(P.matmul(c, d), mm_want(c, d))
 
 
+def test_matmul_stacks_reach_the_kernel_uncopied(monkeypatch):
+    # Stacks whose batch dims already agree go to batch_matmul's kernel as they are: no broadcast
+    # view that the kernel would need copied (a copy of each operand cost as much as the product).
+    seen = []
+    real = P.batch_matmul.kernel
+
+    def spy(a, b, **kw):
+        seen.append((a, b))
+        return real(a, b, **kw)
+
+    monkeypatch.setattr(P.batch_matmul, "kernel", spy)
+    a, b = rand((3, 4, 6), seed=1), rand((3, 6, 5), seed=2)
+    assert_close(P.matmul(a, b), mm_want(a, b))
+    (ka, kb), = seen
+    assert np.shares_memory(ka, a) and np.shares_memory(kb, b)
+    # A broadcast batch dim is still materialised (and right).
+    seen.clear()
+    c = rand((1, 4, 6), seed=3)
+    assert_close(P.matmul(c, b), mm_want(c, b))
+    (kc, kb2), = seen
+    assert kc.shape == (3, 4, 6) and not np.shares_memory(kc, c) and np.shares_memory(kb2, b)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3),
        st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3),
