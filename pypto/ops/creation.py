@@ -2,8 +2,13 @@
 arguments.
 
 ``tril``/``triu`` work on the last two axes of any array (batched like ``np.tril``); ``diag`` of a
-1-D array builds a square matrix and of a 2-D array returns a copy of its ``k``-th diagonal, like
-``np.diag``; ``diagonal(x, offset, axis1, axis2)`` is ``np.diagonal`` (a new array, not a view).
+1-D array builds a square matrix and of a 2-D array returns its ``k``-th diagonal, like
+``np.diag``; ``diagonal(x, offset, axis1, axis2)`` is ``np.diagonal``.
+
+Views, as in NumPy: the diagonal of a NumPy array (``diagonal``, and ``diag`` of a 2-D array) is
+NumPy's read-only view of it (no kernel runs, nothing is copied). The ``diagonal`` kernel copies it
+where a view cannot be the answer: inside a traced program, and into ``out=``. An offset that
+leaves no diagonal is an error (zero-size results are refused, as everywhere in PyPTO).
 
 ``eye`` and ``arange`` take no array: their kernels read a one- or two-element array of the
 output dtype (the value 1, or ``(start, step)``) so that the dtype is the kernel's input dtype
@@ -21,7 +26,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
-from .layout import ANY, _axis, _int
+from .layout import ANY, _axis, _eager, _int, _take_out
 
 _NUM = ["float32", "float64", "int32", "int64"]
 _BIG = 1 << 30
@@ -77,11 +82,11 @@ triu = _declare_tri("triu", np.triu, upper=True)
 
 def _diag_frontend(v, k=0):
     """``np.diag``: a 1-D ``v`` gives a square matrix with ``v`` on its ``k``-th diagonal; a 2-D
-    ``v`` gives (a copy of) its ``k``-th diagonal."""
+    ``v`` gives its ``k``-th diagonal (of a NumPy array: NumPy's read-only view)."""
     v = as_array(v, "diag", "v")
     k = _int("diag", "k", k)
     if v.ndim == 2:
-        return _diagonal_frontend(v, k, 0, 1)
+        return _diagonal_of(diag, v, k, 0, 1)
     if v.ndim != 1:
         raise ShapeError(f"diag: v must be 1-D or 2-D, got shape {v.shape}")
     return diag.kernel(v, k=k)
@@ -106,23 +111,35 @@ def _diag_len(m: int, n: int, offset: int) -> int:
 
 
 def _diagonal_frontend(x, offset=0, axis1=0, axis2=1):
-    """``np.diagonal``: the diagonal of the (axis1, axis2) planes, as the last axis of a new
-    array."""
-    name = "diagonal"
-    x = as_array(x, name, "x")
+    """``np.diagonal``: the diagonal of the (axis1, axis2) planes, as the last axis. Of a NumPy
+    array it is NumPy's read-only view; a kernel copies it inside a traced program and into
+    ``out=``."""
+    return _diagonal_of(diagonal, x, offset, axis1, axis2)
+
+
+def _diagonal_of(the_op, x, offset, axis1, axis2):
+    """``the_op``'s public call (diagonal, or diag of a 2-D array): the checks, then NumPy's view
+    or the ``diagonal`` kernel."""
+    name = the_op.name
+    x = as_array(x, name, "x" if the_op is diagonal else "v")
     if x.ndim < 2:
-        raise ShapeError(f"diagonal: x must have at least 2 axes, got shape {x.shape}")
+        raise ShapeError(f"{name}: x must have at least 2 axes, got shape {x.shape}")
     a1, a2 = _axis(name, axis1, x.ndim), _axis(name, axis2, x.ndim)
     if a1 == a2:
-        raise ParamError(f"diagonal: axis1 and axis2 must differ, got {axis1} and {axis2}")
-    offset = _int(name, "offset", offset)
-    rest = [i for i in range(x.ndim) if i not in (a1, a2)]
-    moved = np.transpose(x, rest + [a1, a2])
+        raise ParamError(f"{name}: axis1 and axis2 must differ, got {axis1} and {axis2}")
+    offset = _int(name, "offset" if the_op is diagonal else "k", offset)
     m, n = x.shape[a1], x.shape[a2]
     if _diag_len(m, n, offset) == 0:
-        raise ShapeError(f"diagonal: offset {offset} leaves no diagonal in a {m} x {n} plane")
-    out = diagonal.kernel(moved.reshape(-1, m, n), offset=offset)
-    return out.reshape(tuple(x.shape[i] for i in rest) + (out.shape[-1],))
+        raise ShapeError(f"{name}: offset {offset} leaves no diagonal in a {m} x {n} plane")
+    if _eager(the_op, x):
+        return np.diagonal(x, offset, a1, a2)
+    rest = [i for i in range(x.ndim) if i not in (a1, a2)]
+    shape = tuple(x.shape[i] for i in rest) + (_diag_len(m, n, offset),)
+    outs = _take_out(the_op, [shape], x.dtype) if the_op is not diagonal else None
+    moved = np.transpose(x, rest + [a1, a2]).reshape(-1, m, n)
+    out = diagonal.kernel(moved, offset=offset,
+                          out=outs[0].reshape(-1, shape[-1]) if outs else None)
+    return outs[0] if outs else out.reshape(shape)
 
 
 def _diagonal_validate(d, p):

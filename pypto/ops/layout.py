@@ -11,8 +11,18 @@ flattened into O, the axes after it into I) so the public call only reshapes, ne
 an op that works along several axes makes one pass per axis (adjacent axes that merge are one
 pass). ``concat`` sees [O, A] and [O, B]: the copied block of each input is contiguous.
 
-Unlike NumPy's, ``flip`` and the pieces of ``split`` are new arrays, not views (a
-kernel writes them); zero-size results are refused, as everywhere in PyPTO.
+Views, as in NumPy: an eager call of ``split`` or ``flip`` on a NumPy array returns what NumPy
+returns, views of the input (no kernel runs, nothing is copied; writing into a view writes into
+the input). A kernel writes them where a view cannot be the answer: inside a traced program (the
+result is a node of the program), and with ``out=`` (the kernel writes into ``out``). The other
+ops make new arrays, as NumPy's do.
+
+Eager calls pick the kernel form whose innermost axis is the long, contiguous one where the op
+allows it: ``tile`` repeats whole [A x I] blocks, so it runs as [O, 1, A*I]; ``roll`` is the
+concatenation of two column blocks of the [O, A*I] view, so it runs as ``concat`` on two views of
+the input. (A kernel copying along a middle axis A with I = 1 reads and writes one element per
+row step, since the compiled kernel does not know that step is 1.) Zero-size results are
+refused, as everywhere in PyPTO, except the empty views of ``split``.
 """
 
 from __future__ import annotations
@@ -23,8 +33,9 @@ import operator
 import halide as hl
 import numpy as np
 
+from .. import runtime as _rt
 from ..errors import DtypeError, ParamError, ShapeError
-from ..runtime import as_array, as_traced, traced
+from ..runtime import as_array, as_traced, pending_out, traced
 from ._op import Param, op
 
 #: The dtypes every layout op accepts (a copy needs no arithmetic); float32 first.
@@ -100,6 +111,38 @@ def _tree(fn, items):
     return items[0]
 
 
+def _eager(the_op, x) -> bool:
+    """True when the public call of ``the_op`` on ``x`` returns NumPy's view of ``x``: ``x`` is a
+    NumPy array, no program is being traced, and no ``out=`` of this call waits for the kernel."""
+    if type(x) is not np.ndarray or (_rt._tracing is not None and _rt._tracing() is not None):
+        return False
+    pend = pending_out.get()
+    return pend is None or pend[0] is not the_op
+
+
+def _take_out(the_op, shapes, dtype):
+    """The caller's ``out=`` of this public call of ``the_op`` (a list, one array per shape in
+    ``shapes``, the public result's shapes) for the kernel calls that make the final result, or
+    None without one.
+
+    It is taken (no other kernel call of the frontend is offered it) whether or not it fits: one
+    that does not fit exactly (count, shape, dtype, a writeable C-contiguous array) gives None,
+    and ``Op._call_into`` then checks the result against it and names what is wrong.
+    """
+    pend = pending_out.get()
+    if pend is None or pend[0] is not the_op:
+        return None
+    pend[0], pend[2] = None, True
+    outs = (pend[1],) if isinstance(pend[1], np.ndarray) else pend[1]
+    if not isinstance(outs, tuple) or len(outs) != len(shapes):
+        return None
+    for o, shape in zip(outs, shapes):
+        if (type(o) is not np.ndarray or o.dtype != dtype or o.shape != tuple(shape)
+                or not o.flags.c_contiguous or not o.flags.writeable):
+            return None
+    return list(outs)
+
+
 def _ref_oai(fn):
     """A kernel reference for an [O, A, I] op: ``fn`` along axis 1."""
     return lambda x, **p: fn(np.asarray(x), axis=1, **p)
@@ -125,9 +168,10 @@ def _concat_frontend(arrays, axis=0):
     lead, tail = arrs[0].shape[:ax], arrs[0].shape[ax + 1:]
     o, inner = math.prod(lead), math.prod(tail)
     flat = [a.reshape(o, a.shape[ax] * inner) for a in arrs]
-    if len(flat) == 1:
-        flat = [flat[0], None]
-    out = _tree(lambda a, b: a if b is None else concat.kernel(a, b), flat)
+    if len(flat) == 1:                  # a new array, as NumPy's (a copy along the rows)
+        out = tile.kernel(flat[0].reshape(o, 1, flat[0].shape[1]), reps=1).reshape(flat[0].shape)
+    else:
+        out = _tree(concat.kernel, flat)
     return out.reshape(lead + (out.shape[1] // inner,) + tail)
 
 
@@ -195,20 +239,42 @@ def _split_bounds(name, n: int, indices_or_sections):
 
 def _split_frontend(x, indices_or_sections, axis=0):
     """Splits ``x`` into a tuple of arrays along ``axis`` (``np.split``): an int ``k`` gives ``k``
-    equal pieces; a list gives the cut indices. Each piece is a new array."""
+    equal pieces; a list gives the cut indices. Like NumPy's, the pieces of an array are views of
+    it; a kernel copies them inside a traced program and into ``out=`` (a tuple, one per piece)."""
     name = "split"
     x = as_array(x, name, "x")
     if x.ndim == 0:
         raise ShapeError("split: x must have at least one axis")
     ax = _axis(name, axis, x.ndim)
+    bounds = _split_bounds(name, x.shape[ax], indices_or_sections)
+    shapes = [x.shape[:ax] + (stop - start,) + x.shape[ax + 1:] for start, stop in bounds]
+    if _eager(split, x):
+        index = [slice(None)] * x.ndim
+        pieces = []
+        for start, stop in bounds:
+            index[ax] = slice(start, stop)
+            pieces.append(x[tuple(index)])
+        return tuple(pieces)
+    if traced([x]):
+        if any(stop == start for start, stop in bounds):
+            raise ShapeError("split: an empty piece cannot be part of a traced program")
+        return tuple(_along(split, x, ax, stop - start, start=start, length=stop - start)
+                     for start, stop in bounds)
+    # With out= (or a NumPy array inside a trace): each piece is a block of columns of the
+    # [O, A*I] view, copied as [O, 1, L*I] so that the kernel's inner loop runs along the block.
+    o, inner = math.prod(x.shape[:ax]), math.prod(x.shape[ax + 1:])
+    rows = x.reshape(o, x.shape[ax] * inner)
+    outs = _take_out(split, shapes, x.dtype)
     pieces = []
-    for start, stop in _split_bounds(name, x.shape[ax], indices_or_sections):
+    for j, ((start, stop), shape) in enumerate(zip(bounds, shapes)):
         if stop == start:
-            if traced([x]):
-                raise ShapeError("split: an empty piece cannot be part of a traced program")
-            pieces.append(np.empty(x.shape[:ax] + (0,) + x.shape[ax + 1:], x.dtype))
+            pieces.append(outs[j] if outs else np.empty(shape, x.dtype))
             continue
-        pieces.append(_along(split, x, ax, stop - start, start=start, length=stop - start))
+        kshape = (o, 1, (stop - start) * inner)
+        block = rows[:, start * inner:stop * inner].reshape(kshape)
+        piece = split.kernel(block, start=0, length=1,
+                             out=outs[j].reshape(kshape) if outs else None)
+        pieces.append(outs[j] if outs else piece.reshape(shape))
     return tuple(pieces)
 
 
@@ -313,6 +379,10 @@ def pad(x, *, before, after, mode, value, dims):
 
 # -- tile, repeat, flip, roll --------------------------------------------------------------------
 
+#: tile's kernel finds the source index by comparisons up to this many copies, by t % A above.
+_SELECTS = 8
+
+
 def _reps(name, reps, ndim):
     items = tuple(reps) if isinstance(reps, (list, tuple)) else (reps,)
     items = tuple(_int(name, "reps", r, low=1) for r in items)
@@ -326,10 +396,22 @@ def _tile_frontend(x, reps):
     reps = _reps(name, reps, x.ndim)
     if len(reps) > x.ndim:
         x = x.reshape((1,) * (len(reps) - x.ndim) + x.shape)
+    if x.ndim == 0:                      # np.tile(scalar, ()): a copy
+        return tile.kernel(x.reshape(1, 1, 1), reps=1).reshape(())
+    final = tuple(n * r for n, r in zip(x.shape, reps))
+    outs = _take_out(tile, [final], x.dtype)
     todo = [a for a, r in enumerate(reps) if r > 1] or [x.ndim - 1]
-    for a in todo:
-        x = _along(tile, x, a, x.shape[a] * reps[a], reps=reps[a])
-    return x
+    for j, a in enumerate(todo):
+        # Tiling axis a repeats each whole block x[o, :, ...] (the axes from a on, contiguous):
+        # the kernel form [O, 1, block] copies along the block, its innermost axis.
+        s = x.shape
+        o, block = math.prod(s[:a]), math.prod(s[a:])
+        kshape = (o, reps[a], block)
+        last = outs is not None and j == len(todo) - 1
+        y = tile.kernel(x.reshape(o, 1, block), reps=reps[a],
+                        out=outs[0].reshape(kshape) if last else None)
+        x = y.reshape(s[:a] + (s[a] * reps[a],) + s[a + 1:])
+    return outs[0] if outs is not None else x
 
 
 @op(category="layout", inputs={"x": "O A I"}, output="O T I", dtypes=ANY,
@@ -338,10 +420,22 @@ def _tile_frontend(x, reps):
     kernel_reference=lambda x, reps=1: np.tile(x, (1, reps, 1)), frontend=_tile_frontend,
     derive=lambda d, p: {"T": d["A"] * p["reps"]}, example=_OAI)
 def tile(x, *, reps, dims):
-    """The middle axis of [O, A, I] repeated as a whole: out[:, t] = x[:, t % A]."""
+    """The middle axis of [O, A, I] repeated as a whole: out[:, t] = x[:, t % A].
+
+    t % A is a division by a value known only at run time, which vector units do not have: for
+    up to :data:`_SELECTS` copies the source index is found by comparisons instead (one per
+    copy boundary, each a cheap vector operation)."""
     i, t, o = hl.Var("i"), hl.Var("t"), hl.Var("o")
+    n = dims.A
+    if reps <= _SELECTS:
+        src = t
+        for k in range(1, reps):
+            src = hl.select(t >= k * n, t - k * n, src)
+        src = hl.clamp(src, 0, n - 1)     # a no-op that tells bounds inference the range
+    else:
+        src = t % n
     out = hl.Func("out")
-    out[i, t, o] = x[i, t % dims.A, o]
+    out[i, t, o] = x[i, src, o]
     return out
 
 
@@ -392,18 +486,27 @@ def _runs(axes):
 
 
 def _flip_frontend(x, axis=None):
-    """Reverses the order of elements along ``axis`` (``np.flip``; None: every axis). Returns a
-    new array."""
+    """Reverses the order of elements along ``axis`` (``np.flip``; None: every axis). Like
+    NumPy's, the result for an array is a view of it; a kernel copies it inside a traced program
+    and into ``out=``."""
     name = "flip"
     x = as_array(x, name, "x")
+    axes = _axes_list(name, axis, x.ndim)
+    if _eager(flip, x):
+        rev = slice(None, None, -1)
+        return x[tuple(rev if a in axes else slice(None) for a in range(x.ndim)) + (Ellipsis,)]
     if x.ndim == 0:
         return flip.kernel(x.reshape(1, 1, 1)).reshape(())
     shape = x.shape
-    for run in _runs(_axes_list(name, axis, x.ndim)) or [[x.ndim - 1]]:
+    runs = _runs(axes) or [[x.ndim - 1]]
+    outs = _take_out(flip, [shape], x.dtype)
+    for j, run in enumerate(runs):
         a, b = run[0], run[-1] + 1
-        merged = x.reshape(math.prod(shape[:a]), math.prod(shape[a:b]), math.prod(shape[b:]))
-        x = flip.kernel(merged).reshape(shape)
-    return x
+        kshape = (math.prod(shape[:a]), math.prod(shape[a:b]), math.prod(shape[b:]))
+        last = outs is not None and j == len(runs) - 1
+        x = flip.kernel(x.reshape(kshape), out=outs[0].reshape(kshape) if last else None)
+        x = x.reshape(shape)
+    return outs[0] if outs is not None else x
 
 
 @op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
@@ -436,11 +539,26 @@ def _roll_frontend(x, shift, axis=None):
     for a, s in pairs:
         a = _axis(name, a, x.ndim)
         total[a] = total.get(a, 0) + _int(name, "shift", s)
-    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
-        [(x.ndim - 1, 0)]
-    for a, s in todo:
-        x = _along(roll, x, a, x.shape[a], shift=s)
-    return x.reshape(shape)
+    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]]
+    if traced([x]):
+        for a, s in todo or [(x.ndim - 1, 0)]:
+            x = _along(roll, x, a, x.shape[a], shift=s)
+        return x.reshape(shape)
+    outs = _take_out(roll, [shape], x.dtype)
+    if not todo:                          # nothing moves: a copy, along the whole array
+        y = roll.kernel(x.reshape(1, 1, x.size), shift=0,
+                        out=outs[0].reshape(1, 1, x.size) if outs else None)
+        return outs[0] if outs is not None else y.reshape(shape)
+    for j, (a, s) in enumerate(todo):
+        # Rolling axis a by s is, in the [O, A*I] view, putting the last s*I columns before the
+        # first (A - s)*I: the concatenation of two column blocks, each read in place.
+        o, n = math.prod(x.shape[:a]), math.prod(x.shape[a:])
+        rows = x.reshape(o, n)
+        cut = (x.shape[a] - s) * (n // x.shape[a])
+        last = outs is not None and j == len(todo) - 1
+        y = concat.kernel(rows[:, cut:], rows[:, :cut], out=outs[0].reshape(o, n) if last else None)
+        x = y.reshape(x.shape)
+    return outs[0] if outs is not None else x.reshape(shape)
 
 
 @op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
@@ -449,8 +567,13 @@ def _roll_frontend(x, shift, axis=None):
     kernel_reference=lambda x, shift=0: np.roll(x, shift, axis=1), frontend=_roll_frontend,
     example=_OAI)
 def roll(x, *, shift, dims):
-    """The middle axis of [O, A, I] rolled: out[:, a] = x[:, (a - shift) mod A]."""
+    """The middle axis of [O, A, I] rolled: out[:, a] = x[:, (a - shift) mod A].
+
+    shift is in [0, A), so a - shift is in [-A, A): one comparison finds the source index (a
+    modulo by the run-time A would be a division per element)."""
     i, a, o = hl.Var("i"), hl.Var("a"), hl.Var("o")
+    q = a - shift
+    src = hl.clamp(hl.select(q < 0, q + dims.A, q), 0, dims.A - 1)
     out = hl.Func("out")
-    out[i, a, o] = x[i, (a - shift) % dims.A, o]
+    out[i, a, o] = x[i, src, o]
     return out

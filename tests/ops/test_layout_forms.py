@@ -1,0 +1,179 @@
+"""Layout ops beyond their values: NumPy's views where NumPy returns views, ``out=`` written by
+the kernel in place, the kernel forms the public calls choose, and the kernels' index arithmetic
+(tile and roll find source indices without a run-time modulo) at every boundary.
+
+References are NumPy's own calls (np.tile, np.roll, np.split, np.flip, np.diagonal, np.diag).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import rand
+
+import pypto
+import pypto.ops as P
+from pypto import runtime
+from pypto.runtime import observe
+
+
+def _eq(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+# -- views, as NumPy returns them ----------------------------------------------------------------
+
+def test_split_pieces_are_views_written_through_like_numpy():
+    x = rand((4, 9), "int32")
+    with observe() as calls:
+        pieces = P.split(x, [2, 2, 7], axis=1)
+    assert not calls                                   # no kernel ran
+    want = np.split(x, [2, 2, 7], axis=1)
+    assert len(pieces) == len(want) == 4
+    for got, w in zip(pieces, want):
+        _eq(got, w)
+        assert got.base is not None and (got.size == 0 or np.shares_memory(got, x))
+    pieces[2][1, 0] = 1234                             # a view writes into its input, as NumPy's
+    assert x[1, 2] == 1234
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 2), -1])
+def test_flip_is_a_view_like_numpy(axis):
+    x = rand((3, 4, 5))
+    got = P.flip(x, axis)
+    _eq(got, np.flip(x, axis))
+    assert np.shares_memory(got, x) and got.flags.writeable
+    got[0, 0, 0] = 7.0
+    assert np.flip(x, axis)[0, 0, 0] == 7.0
+
+
+def test_flip_of_a_zero_d_array_is_an_array():
+    x = np.array(2.5, np.float32)
+    got = P.flip(x)
+    assert isinstance(got, np.ndarray) and got.shape == () and got == 2.5
+
+
+@pytest.mark.parametrize("offset, a1, a2", [(0, 0, 1), (2, 1, 2), (-1, 2, 0)])
+def test_diagonal_is_numpys_read_only_view(offset, a1, a2):
+    x = rand((3, 5, 6), "float64")
+    got = P.diagonal(x, offset, a1, a2)
+    _eq(got, np.diagonal(x, offset, a1, a2))
+    assert np.shares_memory(got, x) and not got.flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = 1.0
+    m = rand((4, 6), "int64")
+    d = P.diag(m, -1)
+    _eq(d, np.diag(m, -1))
+    assert np.shares_memory(d, m) and not d.flags.writeable
+
+
+def test_new_arrays_where_numpy_makes_new_arrays():
+    x = rand((4, 6))
+    for got in (P.roll(x, 2, axis=1), P.roll(x, 0), P.roll(x, 6, axis=1), P.tile(x, (1, 1)),
+                P.concat([x]), P.diag(x[0])):
+        assert not np.shares_memory(got, x) and got.flags.c_contiguous
+
+
+def test_a_traced_program_computes_the_views():
+    x = rand((4, 6))
+    prog = pypto.jit(lambda x: (P.split(x, 2, axis=1)[1], P.flip(x, 0), P.diagonal(x, 1)))
+    got = prog(x)
+    _eq(got[0], x[:, 3:])
+    _eq(got[1], x[::-1])
+    _eq(got[2], np.diagonal(x, 1))
+    for g in got:
+        assert not np.shares_memory(g, x)
+
+
+# -- out= is written by the kernel, in place -------------------------------------------------------
+
+def _in_place(fn, want):
+    """Calls ``fn(out)`` twice; each call must write ``out`` without a copy and return it."""
+    outs = tuple(np.full(w.shape, 7, w.dtype) for w in want)
+    out = outs[0] if len(outs) == 1 else outs
+    for _ in range(2):
+        before = dict(runtime.out_stats)
+        with observe() as calls:
+            assert fn(out) is out
+        assert calls, "no kernel ran"
+        assert runtime.out_stats["copied"] == before["copied"]
+        assert runtime.out_stats["in_place"] == before["in_place"] + len(outs)
+        for o, w in zip(outs, want):
+            _eq(o, w)
+
+
+def test_out_is_written_in_place_by_the_kernels():
+    x = rand((4, 6, 5), "int32")
+    m = x[0].copy()
+    cases = [
+        (lambda out: P.split(x, [1, 4], axis=1, out=out), np.split(x, [1, 4], axis=1)),
+        (lambda out: P.split(x, 2, axis=0, out=out), np.split(x, 2, axis=0)),
+        (lambda out: P.flip(x, (0, 2), out=out), [np.flip(x, (0, 2))]),
+        (lambda out: P.flip(x, 1, out=out), [np.flip(x, 1)]),
+        (lambda out: P.diagonal(x, 1, 1, 2, out=out), [np.diagonal(x, 1, 1, 2)]),
+        (lambda out: P.diagonal(x, -1, 0, 2, out=out), [np.diagonal(x, -1, 0, 2)]),
+        (lambda out: P.diag(m, 2, out=out), [np.diag(m, 2)]),
+        (lambda out: P.tile(x, (2, 1, 3), out=out), [np.tile(x, (2, 1, 3))]),
+        (lambda out: P.tile(x, 2, out=out), [np.tile(x, 2)]),
+        (lambda out: P.roll(x, (1, -2), axis=(0, 2), out=out), [np.roll(x, (1, -2), (0, 2))]),
+        (lambda out: P.roll(x, 7, out=out), [np.roll(x, 7)]),
+        (lambda out: P.roll(x, 6, axis=1, out=out), [np.roll(x, 6, 1)]),
+    ]
+    for fn, want in cases:
+        _in_place(fn, want)
+
+
+def test_split_out_with_an_empty_piece():
+    x = rand((3, 5))
+    want = np.split(x, [2, 2], axis=1)
+    outs = tuple(np.empty(w.shape, w.dtype) for w in want)
+    assert P.split(x, [2, 2], axis=1, out=outs) is outs
+    for o, w in zip(outs, want):
+        _eq(o, w)
+
+
+# -- the kernel forms the public calls choose ------------------------------------------------------
+
+def test_tile_and_roll_run_with_a_long_innermost_axis():
+    """tile runs as [O, 1, block] and roll as concat of two column blocks: the kernel's innermost
+    axis is the contiguous one, never a middle axis with I = 1."""
+    x = rand((8, 40))
+    with observe() as calls:
+        _eq(P.tile(x, (1, 3)), np.tile(x, (1, 3)))
+        _eq(P.roll(x, 3, axis=1), np.roll(x, 3, axis=1))
+    (t_op, _, t_params, t_dims, _), (r_op, _, _, r_dims, _) = calls
+    assert t_op.name == "tile" and t_dims["A"] == 1 and t_dims["I"] == 40 and t_params["reps"] == 3
+    assert r_op.name == "concat" and (r_dims["O"], r_dims["A"], r_dims["B"]) == (8, 3, 37)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_public_tile_and_roll_on_odd_and_strided_inputs(dtype):
+    x = rand((5, 7, 3), dtype, seed=4)
+    views = [x, x.transpose(2, 0, 1), x[:, ::2], x[1:, 2:5]]
+    for v in views:
+        for reps in ((2, 1, 3), (3,), (1, 1, 1, 2), (1, 1, 1)):
+            _eq(P.tile(v, reps), np.tile(v, reps))
+        for shift, axis in ((1, 0), (-3, 1), (2, 2), (10, None), (0, None), ((1, 5), (0, 2))):
+            _eq(P.roll(v, shift, axis), np.roll(v, shift, axis))
+    _eq(P.tile(np.float32(3.0), ()), np.tile(np.float32(3.0), ()))
+    _eq(P.tile(np.array(3, np.int32), (2, 2)), np.tile(np.array(3, np.int32), (2, 2)))
+
+
+# -- the kernels' index arithmetic -----------------------------------------------------------------
+
+@pytest.mark.parametrize("reps", [1, 2, 3, 8, 9, 13])
+@pytest.mark.parametrize("a, i", [(1, 1), (7, 1), (5, 3), (16, 1)])
+def test_tile_kernel_every_copy_boundary(reps, a, i):
+    """Up to 8 copies the kernel compares against the copy boundaries, above it takes t % A."""
+    x = rand((3, a, i), "int32", seed=reps)
+    _eq(P.tile.kernel(x, reps=reps), np.tile(x, (1, reps, 1)))
+
+
+@pytest.mark.parametrize("a, i", [(1, 1), (9, 1), (17, 2)])
+def test_roll_kernel_every_shift(a, i):
+    x = rand((2, a, i), "float64", seed=a)
+    for shift in range(a):
+        _eq(P.roll.kernel(x, shift=shift), np.roll(x, shift, axis=1))
