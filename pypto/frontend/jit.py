@@ -280,6 +280,9 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
                 fused_schedule(built, dims, lanes))), "default (fused)"))
             attempts.append((Schedule(op=op.name, directives=tuple(
                 fused_schedule(built, dims, lanes, bare=True))), "default (fused)"))
+            attempts.append((Schedule(op=op.name, directives=tuple(
+                fused_schedule(built, dims, lanes, bare=True, epilogues=False))),
+                "default (fused, no epilogues)"))
         attempts.append((Schedule(op=op.name, directives=tuple(
             fused_schedule(built, dims, lanes, safe=True))), "default (fused, safe)"))
     from ..schedule.defaults import default_schedule
@@ -292,7 +295,9 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
         try:
             return compile_built(b, sched, target, source=src, fp=fp, persist=True)
         except (ScheduleError, CompileError) as e:
-            if src == "given":
+            if src == "given" or "directives exceed" in str(e):
+                # Too long a schedule: the caller cuts the program into smaller pipelines
+                # rather than fall back to the safe default (12 LSTM steps ran 30x slower so).
                 raise
             last = e
     raise last

@@ -5,6 +5,7 @@ of strict-float elementwise chains must equal op-by-op calls bit for bit.
 """
 
 import math
+import re
 import sys
 import warnings
 
@@ -698,3 +699,33 @@ def test_reductions_over_a_leading_axis_read_rows_in_place_and_match_numpy(name,
         np.testing.assert_allclose(got, ref, rtol=2e-4 if name == "prod" else 2e-5, atol=1e-5)
     column = any("_rows" in d and "parallel" in d for d in _schedule_of(f, x, y))
     assert column == (name != "argmax" and shape[0] >= 64 and shape[1] >= 8)
+
+
+def test_two_products_feeding_one_sum_keep_the_fused_default():
+    # Both matmuls' loop nests used to move onto the one output they feed, splitting its loops
+    # twice: the fused schedule failed and the program ran at the safe default (an LSTM's
+    # weight gradient, a sum over steps of products, ran 12x slower).
+    a, b, c, d = _f32(64, 48), _f32(48, 40), _f32(64, 32), _f32(32, 40)
+    f = pypto.jit(lambda a, b, c, d: a @ b + c @ d)
+    np.testing.assert_allclose(f(a, b, c, d), a @ b + c @ d, rtol=1e-4, atol=1e-4)
+    assert next(iter(f._cache.values())).segment.kernel.source == "default (fused)"
+
+
+def test_a_program_whose_schedule_is_too_long_is_cut_not_run_at_the_safe_default(monkeypatch):
+    from pypto.schedule.directives import LIMITS
+
+    def chain(x, w):
+        for _ in range(6):
+            x = pypto.ops.tanh(x @ w)
+        return x
+
+    x, w = _f32(16, 24), _f32(24, 24) * 0.2
+    want = x
+    for _ in range(6):
+        want = np.tanh(want @ w)
+    monkeypatch.setitem(LIMITS, "directives", 25)
+    f = pypto.jit(chain)
+    np.testing.assert_allclose(f(x, w), want, rtol=1e-4, atol=1e-5)
+    schedules = re.findall(r"schedule ([^;]*);", f.explain(x, w))
+    assert len(schedules) > 1
+    assert all(s == "default (fused)" for s in schedules), schedules
