@@ -8,9 +8,10 @@ torch); ``lerp(input, end, weight)`` is ``torch.lerp``.
 - ``fmod`` is C's fmod (the result has the sign of ``a``); ``remainder`` follows Python and NumPy
   (the sign of ``b``); ``floor_divide`` is NumPy's, so ``a == b * floor_divide(a, b) +
   remainder(a, b)`` up to rounding. All three take float32, float16, int32 and int64. Floats are
-  exact (the remainder is computed in float64 in chunks of 28 quotient bits, so any pair of
-  float32 works); float64 is not offered: that exactness needs a wider type than float64. Integer
-  division by zero gives 0, as NumPy's does (with its warning).
+  exact: one float64 division where |a / b| < 2**29 (every float16 pair), and for the rest of
+  float32 a float64 remainder taken in chunks of 28 quotient bits, so any pair of float32 works;
+  float64 is not offered: that exactness needs a wider type than float64. Integer division by
+  zero gives 0, as NumPy's does (with its warning).
 - ``left_shift``/``right_shift`` follow NumPy for shift counts beyond the width (0, or -1 for a
   negative value shifted right) and for negative counts (treated as beyond the width).
 - ``fmax``/``fmin`` ignore NaN (the other value is returned); ``hypot`` is inf if either is inf,
@@ -88,6 +89,10 @@ def _lerp(start, end, weight):
 
 
 # -- fmod, remainder, floor_divide -----------------------------------------------------------------
+# float32 takes two paths. Where |a| < |b| * 2**29 (the quotients users meet), one float64
+# division gives the exact result (_fmod_direct); the other elements are recomputed afterwards by
+# the chunked method (_fmod_magnitude, ten times the work), tile by tile, in the tiles that hold
+# one (_recompute_hard_tiles). float16 needs only the direct path, integers their own.
 
 
 def _exponent(v):
@@ -120,12 +125,32 @@ def _fmod_magnitude(a, b, steps: int):
     return r
 
 
-def _fmod_with(steps):
+#: Quotients below this are exact in the direct path (float32; every float16 quotient is).
+DIRECT_QUOTIENT = 2.0 ** 29
+
+
+def _direct_magnitude(a, b):
+    """|fmod(a, b)| in float64 from one float64 division: exact for float32 (or float16) a, b,
+    finite, b != 0, with |a / b| < DIRECT_QUOTIENT (2**40 for float16 inputs).
+
+    With a = A 2**ea, b = B 2**eb (A, B < 2**24 integers): a quotient q < 2**29 times |b| has at
+    most 53 bits, so |a| - q |b| is exact. The float64 quotient truncates to the true one: where
+    a / b >= 1, ea >= eb (eb is the least exponent if b is subnormal), so a non-integer a / b is
+    more than 2**-24 from every integer, above half an ulp of any quotient below 2**29 (and a
+    quotient below 1 is at least 2**-25 below 1). float16 (11-bit A, B) leaves even more room.
+    """
+    x = _let("fdir_a", hl.abs(hl.cast(hl.Float(64), a)))
+    y = _let("fdir_b", hl.abs(hl.cast(hl.Float(64), b)))
+    return x - hl.trunc(x / y) * y
+
+
+def _with_specials(magnitude):
+    """fmod from |fmod| of finite a, b != 0: the sign of a, and C's special values."""
     def fmod_fn(a, b):
         if not a.type().is_float():
             return _int_fmod(a, b)                     # 0 for b == 0, like NumPy
         a, b = _let("fmod_x", a), _let("fmod_y", b)
-        r = hl.cast(a.type(), _fmod_magnitude(a, b, steps))
+        r = hl.cast(a.type(), magnitude(a, b))
         res = _ew._flipsign(r, a)
         res = hl.select(_ew._is_inf(b), a, res)
         bad = _nan_either(a, b) | _ew._is_inf(a) | (b == _k(a, 0.0))
@@ -134,7 +159,42 @@ def _fmod_with(steps):
 
 
 # float32 quotients span up to 2**277 (10 steps of 28 bits); float16 ones up to 2**40.
-_fmod32, _fmod16 = _fmod_with(10), _fmod_with(2)
+_fmod32 = _with_specials(lambda a, b: _fmod_magnitude(a, b, 10))
+_fmod_direct = _with_specials(_direct_magnitude)
+
+#: Elements per tile of the recomputation: a tile holding one hard element is recomputed whole.
+HARD_TILE = 64
+
+
+def _hard(a, b):
+    """Elements the direct path may get wrong (float32): |a| >= |b| * 2**29, exact in float32
+    (or inf, when |b| * 2**29 overflows |a| cannot reach it). inf a and b == 0 fall here too."""
+    return hl.abs(a) >= hl.abs(b) * hl.f32(DIRECT_QUOTIENT)
+
+
+def _recompute_hard_tiles(exact_fn):
+    """The float32 update: ``exact_fn`` over every tile of HARD_TILE elements of a row that holds
+    a hard element. ``hard_tile[t, r]`` flags tile t of row r (the last tile shifted inwards to
+    end at the row's end, so that its loads stay dense); RVar ``redo$x`` walks the row."""
+    def fixup(out, images, dims):
+        a, b = images
+        if a.type() != hl.Float(32):
+            return
+        c, r, t = hl.Var("c"), hl.Var("r"), hl.Var("t")
+        n = dims.C
+        width = hl.min(n, HARD_TILE)
+        first = hl.min(t * HARD_TILE, n - width)
+        k = hl.RDom([hl.Range(0, width)], "hard_k")
+        flag = hl.Func("hard_tile")
+        flag[t, r] = hl.cast(hl.UInt(8), 0)
+        flag[t, r] = hl.max(flag[t, r], hl.cast(hl.UInt(8), _hard(a[first + k.x, r],
+                                                                  b[first + k.x, r])))
+        exact = hl.Func("exact")
+        exact[c, r] = _bin._apply(exact_fn, [a[c, r], b[c, r]], [c, r], prefix="exact_")
+        redo = hl.RDom([hl.Range(0, n)], "redo")
+        redo.where(flag[redo.x / HARD_TILE, r] != 0)
+        out[redo.x, r] = exact[redo.x, r]
+    return fixup
 
 
 def _int_floor_parts(a, b):
@@ -292,16 +352,19 @@ copysign = _b("copysign", _copysign, lambda a, b: np.copysign(a, b),
 lerp = _b("lerp", _lerp, _ref_lerp,
           "torch.lerp: input + weight * (end - input), computed from end when weight >= 0.5.",
           arg_names=("input", "end", "weight"))
-fmod = _b("fmod", _fmod32, _quiet(lambda a, b: np.fmod(a, b)),
+fmod = _b("fmod", _fmod_direct, _quiet(lambda a, b: np.fmod(a, b)),
           "C's fmod: a - trunc(a / b) * b exactly, with the sign of a; NaN for b == 0 (floats), "
-          "0 for integers.", dtypes=_DIV_TYPES, fn16=_fmod16, make_inputs=_nonzero_divisor)
-remainder = _b("remainder", _remainder_with(_fmod32), _quiet(lambda a, b: np.remainder(a, b)),
+          "0 for integers.", dtypes=_DIV_TYPES, make_inputs=_nonzero_divisor,
+          fixup=_recompute_hard_tiles(_fmod32))
+remainder = _b("remainder", _remainder_with(_fmod_direct),
+               _quiet(lambda a, b: np.remainder(a, b)),
                "a mod b with the sign of b (Python's % and np.remainder).", dtypes=_DIV_TYPES,
-               fn16=_remainder_with(_fmod16), make_inputs=_nonzero_divisor)
-floor_divide = _b("floor_divide", _floor_divide_with(_fmod32),
+               make_inputs=_nonzero_divisor, fixup=_recompute_hard_tiles(_remainder_with(_fmod32)))
+floor_divide = _b("floor_divide", _floor_divide_with(_fmod_direct),
                   _quiet(lambda a, b: np.floor_divide(a, b)),
                   "floor(a / b) as np.floor_divide (Python's //).", dtypes=_DIV_TYPES,
-                  fn16=_floor_divide_with(_fmod16), make_inputs=_nonzero_divisor)
+                  make_inputs=_nonzero_divisor,
+                  fixup=_recompute_hard_tiles(_floor_divide_with(_fmod32)))
 fmax = _b("fmax", _fmax, lambda a, b: np.fmax(a, b),
           "Elementwise maximum ignoring NaN (np.fmax).", dtypes=FLOATS + ("int32", "int64"))
 fmin = _b("fmin", _fmin, lambda a, b: np.fmin(a, b),

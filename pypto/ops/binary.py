@@ -106,11 +106,11 @@ def _swiglu(x, y):
     return _ew._silu(x) * y
 
 
-def _apply(fn, vals, args, fn16=None):
+def _apply(fn, vals, args, fn16=None, prefix=""):
     """fn on elements: float16 through float32 (with ``fn16`` if given), float math IEEE-strict,
-    ints as they are."""
+    ints as they are. ``prefix`` starts the names of its shared values (see ``_ew.sharing``)."""
     t = vals[-1].type()
-    with _ew.sharing(args):
+    with _ew.sharing(args, prefix):
         if t.is_float():
             if t.bits() == 16:
                 f32 = [hl.cast(hl.Float(32), v) for v in vals]
@@ -253,15 +253,21 @@ _OPS: dict = {}
 
 
 def _binary(name, fn, reference, doc, dtypes=FLOATS, arg_names=("a", "b"), fn16=None,
-            make_inputs=None):
-    def algorithm(*images):
+            make_inputs=None, fixup=None):
+    """Declares the broadcasting op ``name``: out[c, r] = fn(inputs at [c, r]), then
+    ``fixup(out, images, dims)``'s updates of ``out`` if given."""
+    def algorithm(*images, dims=None):
         c, r = hl.Var("c"), hl.Var("r")
         out = hl.Func("out")
         out[c, r] = _apply(fn, [im[c, r] for im in images], [c, r], fn16=fn16)
+        if fixup is not None:
+            fixup(out, images, dims)
         return out
 
-    algorithm.__signature__ = inspect.Signature(
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names])
+    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in arg_names]
+    if fixup is not None:
+        params.append(inspect.Parameter("dims", inspect.Parameter.KEYWORD_ONLY))
+    algorithm.__signature__ = inspect.Signature(params)
     algorithm.__name__ = name
     the_op = op(category="elementwise", inputs={n: "R C" for n in arg_names}, output="R C",
                 dtypes=list(dtypes), reference=reference, frontend=_frontend(name, arg_names),

@@ -153,23 +153,25 @@ _LOCAL = threading.local()
 
 
 class _Sharing:
-    def __init__(self, args):
+    def __init__(self, args, prefix=""):
         self.args = list(args)
+        self.prefix = prefix
         self.used: dict[str, int] = {}
 
     def let(self, name, e):
         n = self.used.get(name, 0) + 1
         self.used[name] = n
-        f = hl.Func(name if n == 1 else f"{name}{n}")
+        f = hl.Func(self.prefix + (name if n == 1 else f"{name}{n}"))
         f[self.args] = hl.strict_float(e) if e.type().is_float() else e
         return hl.Expr(f[self.args])
 
 
 @contextlib.contextmanager
-def sharing(args):
-    """While active, element functions name their shared values as Funcs over ``args``."""
+def sharing(args, prefix=""):
+    """While active, element functions name their shared values as Funcs over ``args`` (their
+    names start with ``prefix``: a second element function in the same pipeline needs its own)."""
     prev = getattr(_LOCAL, "ctx", None)
-    _LOCAL.ctx = _Sharing(args)
+    _LOCAL.ctx = _Sharing(args, prefix)
     try:
         yield
     finally:

@@ -3,23 +3,62 @@
 
 - The broadcasting binary ops and the gated activations (kernel output [R, C]) take the binary
   ops' rows-or-chunks schedule: a 1-D call is one long row (R = 1), which the generic default
-  would run on one core.
+  would run on one core. ``fmod``, ``remainder`` and ``floor_divide`` add their float32 update
+  (the recomputation of tiles with huge quotients).
 - ``tan`` has the float64 update for huge |x| that ``sin``/``cos`` have (a serial scan).
 - ``softmin`` is softmax's algorithm on -x and takes softmax's row schedule.
 """
 
 from __future__ import annotations
 
-from ..defaults import template
-from .binary import rows_or_chunks
+from ..defaults import MIN_TASK_ELEMS, D, template
+from .binary import FEW_ROWS, rows_or_chunks
 from .elementwise import with_serial_fixup
 from .norm import row_normalization
 
-ROW_OPS = ("atan2", "hypot", "copysign", "lerp", "fmod", "remainder", "floor_divide", "fmax",
-           "fmin", "logaddexp", "logaddexp2", "heaviside", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "left_shift", "right_shift", "prelu", "glu", "geglu")
+ROW_OPS = ("atan2", "hypot", "copysign", "lerp", "fmax", "fmin", "logaddexp", "logaddexp2",
+           "heaviside", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+           "prelu", "glu", "geglu")
 
 for _name in ROW_OPS:
     template(_name)(rows_or_chunks)
+
+
+#: Tiles of ``pypto.ops.arith.HARD_TILE`` elements (not imported: ops sit above this layer).
+HARD_TILE = 64
+
+
+@template("fmod")
+@template("remainder")
+@template("floor_divide")
+def direct_then_hard_tiles(built, dims, lanes):
+    """Rows-or-chunks for the direct path. float32's update recomputes the flagged tiles: RVar
+    ``redo$x`` in tiles of HARD_TILE, each a vector loop run only when its flag (``hard_tile``,
+    computed just before it as a vectorized max) is set; rows, or runs of tiles of one long row,
+    in parallel."""
+    ds = rows_or_chunks(built, dims, lanes)
+    out = built.funcs["out"]
+    if not out.updates:
+        return ds
+    (rv,) = out.updates[0]
+    (kv,) = built.funcs["hard_tile"].updates[0]
+    n_r, n_c = dims["R"], dims["C"]
+    ds += [D("split", "out", 1, var=rv, outer="tile", inner="lane", factor=HARD_TILE,
+             tail="guard_with_if"),
+           D("vectorize", "out", 1, var="lane", factor=lanes)]
+    at = "tile"
+    if n_r * n_c >= 2 * MIN_TASK_ELEMS:
+        if n_r >= FEW_ROWS:
+            ds.append(D("parallel", "out", 1, var="r", factor=max(1, MIN_TASK_ELEMS // n_c)))
+        else:
+            ds += [D("split", "out", 1, var="tile", outer="tiles", inner="t",
+                     factor=MIN_TASK_ELEMS // HARD_TILE, tail="guard_with_if"),
+                   D("parallel", "out", 1, var="tiles")]
+            at = "t"
+    return ds + [D("compute_at", "hard_tile", at="out", var=at),
+                 D("atomic", "hard_tile", 1),
+                 D("vectorize", "hard_tile", 1, var=kv, factor=lanes)]
+
+
 template("tan")(with_serial_fixup)
 template("softmin")(row_normalization)
