@@ -17,12 +17,13 @@ the input). A kernel writes them where a view cannot be the answer: inside a tra
 result is a node of the program), and with ``out=`` (the kernel writes into ``out``). The other
 ops make new arrays, as NumPy's do.
 
-Eager calls pick the kernel form whose innermost axis is the long, contiguous one where the op
-allows it: ``tile`` repeats whole [A x I] blocks, so it runs as [O, 1, A*I]; ``roll`` is the
-concatenation of two column blocks of the [O, A*I] view, so it runs as ``concat`` on two views of
-the input. (A kernel copying along a middle axis A with I = 1 reads and writes one element per
-row step, since the compiled kernel does not know that step is 1.) Zero-size results are
-refused, as everywhere in PyPTO, except the empty views of ``split``.
+The public calls pick the kernel form with the longest contiguous innermost axis the op allows:
+``tile`` repeats whole [A x I] blocks, so it runs as [O, 1, A*I]; ``roll`` by s moves runs of
+I * gcd(A, s) elements, so it runs with those runs innermost; the copies of ``split`` and
+``flip`` into ``out=`` run as [O, 1, L*I] blocks and [O, A, I]. (A kernel copying along a middle
+axis A with I = 1 reads and writes one element at a time, through the run-time stride of A,
+which the compiled kernel does not know to be 1.) Zero-size results are refused, as everywhere
+in PyPTO, except the empty views of ``split``.
 """
 
 from __future__ import annotations
@@ -539,24 +540,19 @@ def _roll_frontend(x, shift, axis=None):
     for a, s in pairs:
         a = _axis(name, a, x.ndim)
         total[a] = total.get(a, 0) + _int(name, "shift", s)
-    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]]
-    if traced([x]):
-        for a, s in todo or [(x.ndim - 1, 0)]:
-            x = _along(roll, x, a, x.shape[a], shift=s)
-        return x.reshape(shape)
+    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
+        [(x.ndim - 1, 0)]
     outs = _take_out(roll, [shape], x.dtype)
-    if not todo:                          # nothing moves: a copy, along the whole array
-        y = roll.kernel(x.reshape(1, 1, x.size), shift=0,
-                        out=outs[0].reshape(1, 1, x.size) if outs else None)
-        return outs[0] if outs is not None else y.reshape(shape)
     for j, (a, s) in enumerate(todo):
-        # Rolling axis a by s is, in the [O, A*I] view, putting the last s*I columns before the
-        # first (A - s)*I: the concatenation of two column blocks, each read in place.
+        # Rolling axis a by s rolls the rows of the [O, A*I] view by s*I elements, which is
+        # rolling them by s*I / g in runs of g = I * gcd(A, s) elements: the kernel's innermost
+        # axis is the longest run that moves as a whole (all of a row when nothing moves).
         o, n = math.prod(x.shape[:a]), math.prod(x.shape[a:])
-        rows = x.reshape(o, n)
-        cut = (x.shape[a] - s) * (n // x.shape[a])
+        g = n // x.shape[a] * math.gcd(x.shape[a], s)
+        kshape = (o, n // g, g)
         last = outs is not None and j == len(todo) - 1
-        y = concat.kernel(rows[:, cut:], rows[:, :cut], out=outs[0].reshape(o, n) if last else None)
+        y = roll.kernel(x.reshape(kshape), shift=s * (n // x.shape[a]) // g,
+                        out=outs[0].reshape(kshape) if last else None)
         x = y.reshape(x.shape)
     return outs[0] if outs is not None else x.reshape(shape)
 

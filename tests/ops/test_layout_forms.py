@@ -138,15 +138,16 @@ def test_split_out_with_an_empty_piece():
 # -- the kernel forms the public calls choose ------------------------------------------------------
 
 def test_tile_and_roll_run_with_a_long_innermost_axis():
-    """tile runs as [O, 1, block] and roll as concat of two column blocks: the kernel's innermost
-    axis is the contiguous one, never a middle axis with I = 1."""
-    x = rand((8, 40))
+    """tile runs as [O, 1, block]; roll by s moves runs of I * gcd(A, s) elements, innermost."""
+    x = rand((6, 40))
     with observe() as calls:
         _eq(P.tile(x, (1, 3)), np.tile(x, (1, 3)))
-        _eq(P.roll(x, 3, axis=1), np.roll(x, 3, axis=1))
-    (t_op, _, t_params, t_dims, _), (r_op, _, _, r_dims, _) = calls
-    assert t_op.name == "tile" and t_dims["A"] == 1 and t_dims["I"] == 40 and t_params["reps"] == 3
-    assert r_op.name == "concat" and (r_dims["O"], r_dims["A"], r_dims["B"]) == (8, 3, 37)
+        _eq(P.roll(x, 4, axis=1), np.roll(x, 4, axis=1))
+        _eq(P.roll(x, 2, axis=0), np.roll(x, 2, axis=0))
+        _eq(P.roll(x, 0), np.roll(x, 0))
+    forms = [(op.name, (d["O"], d["A"], d["I"]), p) for op, _, p, d, _ in calls]
+    assert forms == [("tile", (6, 1, 40), {"reps": 3}), ("roll", (6, 10, 4), {"shift": 1}),
+                     ("roll", (1, 3, 80), {"shift": 1}), ("roll", (1, 1, 240), {"shift": 0})]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
