@@ -204,6 +204,91 @@ def test_matmul_broadcast_property(batch_a, batch_b, data):
     assert_close(got, mm_want(a, b))
 
 
+# -- batched products: the default schedule and its tuner knobs -----------------------------------
+
+BATCHED_SHAPES = [
+    {"B": 3, "M": 130, "K": 70, "N": 40},     # rows not a multiple of the register block
+    {"B": 2, "M": 33, "K": 600, "N": 19},     # k over one k block; columns under one block
+    {"B": 4, "M": 20, "K": 64, "N": 5},       # columns narrower than a vector
+    {"B": 2, "M": 64, "K": 48, "N": 256},
+]
+
+
+def _batched_inputs(op, dims, dtype, seed):
+    B, M, K, N = dims["B"], dims["M"], dims["K"], dims["N"]
+    a, b = rand((B, M, K), dtype, seed=seed), rand((B, K, N), dtype, seed=seed + 1)
+    if op.name == "baddbmm":
+        c = rand((B, M, N), dtype, seed=seed + 2)
+        return [c, a, b], {"beta": 0.5, "alpha": -2.0}, 0.5 * c.astype(np.float64) - 2.0 * (
+            np.matmul(a.astype(np.float64), b.astype(np.float64)))
+    return [a, b], {}, np.matmul(a.astype(np.float64), b.astype(np.float64))
+
+
+@pytest.mark.parametrize("name", ["batch_matmul", "einsum", "baddbmm"])
+@pytest.mark.parametrize("acc", ["register", "tile"])
+def test_batched_product_schedules_are_right(name, acc):
+    # Every placement of the sums (registers over all of k, or a k-blocked tile buffer), with
+    # other knobs off their defaults too, on shapes with partial blocks in every dim.
+    import pypto
+    from pypto.compiler import targets
+    from pypto.compiler.jit import compile_built
+    from pypto.compiler.lower import build
+    from pypto.runtime import run_kernel
+    from pypto.schedule.defaults import template_knobs, template_schedule, vector_lanes
+    from pypto.schedule.schedule import Schedule
+
+    op = pypto.get_op(name)
+    assert template_knobs(name)["acc"][0] == "auto"
+    lanes = vector_lanes(targets.host(), "float32")
+    points = [{"acc": acc}, {"acc": acc, "ry": 6, "reg_vectors": 2, "ty": 32, "ku": 1,
+                             "stage": False}]
+    for i, dims in enumerate(BATCHED_SHAPES):
+        for j, point in enumerate(points[:1] if i >= 2 else points):
+            arrays, params, want = _batched_inputs(op, dims, "float32", seed=10 * i + j)
+            built = build(op, ("float32",) * len(arrays), params)
+            sched = Schedule(op=name, directives=tuple(
+                template_schedule(built, dims, lanes, point)))
+            k = compile_built(built, sched, targets.host(), source="test point")
+            out = np.full([dims[d] for d in "BMN"], np.nan, np.float32)   # poisoned
+            run_kernel(k, op, arrays, dims, [out])
+            assert_close(out, want.astype(np.float32), **mm_tol(dims["K"], "float32"),
+                         err_msg=f"{name} {dims} {point}")
+
+
+def test_batched_default_keeps_sums_in_registers():
+    # When k fits one k block, each register block's sums live in registers over all of k
+    # (computed at the output's register-block loop), not in a tile buffer copied to the output.
+    import pypto
+    from pypto.compiler import targets
+    from pypto.compiler.lower import build
+    from pypto.schedule.defaults import default_schedule
+
+    for name in ("batch_matmul", "einsum"):
+        built = build(pypto.get_op(name), ("float32", "float32"), {})
+        for K, at in ((256, "mio"), (2048, "task")):
+            ds = default_schedule(built, {"B": 8, "M": 256, "K": K, "N": 256},
+                                  targets.host()).directives
+            placed = [d.get("var") for d in ds if d.op == "compute_at" and d.func == "acc"]
+            assert placed == [at], (name, K, placed)
+
+
+def test_row_tiles_do_not_recompute_rows():
+    # Tiles of the rows split M evenly in whole register blocks: an M just over a multiple of
+    # the register rows no longer makes a second, shifted tile that recomputes nearly all rows.
+    from pypto.schedule.templates.linalg import _row_tile
+
+    assert _row_tile(130, 4, 512) == (4, 130)
+    assert _row_tile(1024, 4, 512) == (4, 512)
+    for M in list(range(1, 80)) + [127, 130, 255, 257, 513, 1000, 1023, 3001]:
+        for ry in (1, 2, 3, 4, 6, 8):
+            for ty in (32, 64, 256, 512):
+                r, t = _row_tile(M, ry, ty)
+                tiles = -(-M // t)
+                assert r == min(ry, M) and t <= M, (M, ry, ty)
+                assert t <= max(ty, r) + r - 1 or tiles == 1, (M, ry, ty, t)
+                assert tiles * t - M < tiles * r, (M, ry, ty, t)
+
+
 # -- matmul: errors ------------------------------------------------------------------------------
 
 def test_matmul_k_mismatch():

@@ -40,20 +40,39 @@ def _lanes_for(built, lanes: int) -> int:
     return lanes // 2 if built.out_dtypes[0] == "float16" else lanes
 
 
+def _row_tile(M: int, ry: int, ty: int) -> tuple[int, int]:
+    """(register rows, tile rows): the M rows cut into tiles of at most about ``ty`` rows, of
+    equal size rounded up to whole register blocks (never more than M). Rounding ``min(ty, M)``
+    down to a multiple of ``ry`` instead made two tiles of M = 130 rows (128, then 128 shifted
+    inwards), computing most rows twice."""
+    ry = min(ry, M)
+    tiles = -(-M // max(ty, ry))
+    rows = -(-M // tiles)
+    return ry, min(M, -(-rows // ry) * ry)
+
+
 def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int, K: int,
                     batch: str | None = None, B: int = 1, b_src: str = "b",
                     b_is_func: bool = False, ry: int = RY, reg_vectors: int = REG_VECTORS,
-                    ty: int = TY, kc: int = KC, ku: int = KU, stage: bool = True) -> list:
+                    ty: int = TY, kc: int = KC, ku: int = KU, stage: bool = True,
+                    acc: str = "tile") -> list:
     """Directives for ``out[n, m(, batch)] = acc``, ``acc[n, m] += a[k, m] * B[n, k]``.
 
     ``b_src`` is the operand read along ``n`` in the inner loop: an input (staged with ``wrap``)
     or a Func of the algorithm (computed per tile). Products of one output column use
-    :func:`matvec_directives`, small ones :func:`small_gemm_directives`.
+    :func:`matvec_directives`, small ones :func:`small_gemm_directives`. ``acc`` says where the
+    sums live: ``"tile"`` (a tile buffer updated one k block at a time), ``"register"`` (each
+    register block's sums stay in registers over all of k and are written to ``out`` once, see
+    :func:`register_gemm_directives`) or ``"auto"`` (registers when k fits one block).
     """
     if M * N * K * B < SERIAL_MACS:
         return small_gemm_directives(lanes, n=n, m=m, b_src=b_src, b_is_func=b_is_func)
     if N == 1 and K >= lanes and batch is None:
         return matvec_directives(lanes, n=n, m=m, k=k, M=M)
+    if acc == "register" or (acc == "auto" and K <= kc):
+        return register_gemm_directives(lanes, n=n, m=m, k=k, N=N, M=M, batch=batch,
+                                        b_src=b_src, b_is_func=b_is_func, ry=ry,
+                                        reg_vectors=reg_vectors, ty=ty, ku=ku, stage=stage)
     ds: list = []
     # Columns: a register block is RX = up to REG_VECTORS vectors; narrow outputs use what fits.
     if N >= lanes:
@@ -62,8 +81,7 @@ def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int,
     else:
         vec = 1
         tx = N
-    ry = min(ry, M)
-    ty = max(ry, min(ty, M) // ry * ry)
+    ry, ty = _row_tile(M, ry, ty)
     kc = min(kc, K)
     ku = min(ku, kc)
     ds += [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
@@ -106,6 +124,92 @@ def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int,
                D("compute_at", "bp", at="out", var=task)]
         if vec > 1:
             ds.append(D("vectorize", "bp", var="_0", factor=vec))
+    return ds
+
+
+def _columns(N: int, lanes: int, reg_vectors: int) -> tuple[int, int]:
+    """(vector width, columns per register block): up to ``reg_vectors`` vectors, fewer when the
+    output is narrower; one column at a time (no vectors) when it is narrower than a vector."""
+    if N >= lanes:
+        return lanes, min(reg_vectors * lanes, lanes * (N // lanes))
+    return 1, N
+
+
+def _stage_b(ds: list, b_src: str, b_is_func: bool, at: str, n: str, vec: int, M: int,
+             stage: bool) -> None:
+    """Stages the operand read along n: the tile's columns of all of k, copied densely (a packed
+    panel) per parallel task, so the inner loop reads it with unit stride from L1."""
+    if b_is_func:
+        ds.append(D("compute_at", b_src, at="out", var=at))
+        if vec > 1:
+            ds.append(D("vectorize", b_src, var=n, factor=vec))
+    elif M >= STAGE_MIN_ROWS and stage:
+        ds += [D("wrap", b_src, consumer="acc", **{"as": "bp"}),
+               D("compute_at", "bp", at="out", var=at)]
+        if vec > 1:
+            ds.append(D("vectorize", "bp", var="_0", factor=vec))
+
+
+def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: int,
+                             batch: str | None = None, b_src: str = "b", b_is_func: bool = False,
+                             ry: int = RY, reg_vectors: int = REG_VECTORS, ty: int = TY,
+                             ku: int = KU, stage: bool = True) -> list:
+    """The blocked product with its sums in registers: ``out`` is cut into tiles of ``TX``
+    columns by ``TY`` rows (one parallel task per tile and batch entry, the batch outermost so
+    that consecutive tasks share a batch entry's operands), a tile into register blocks of ``RY``
+    rows by ``TX`` columns; each block's ``acc`` is ``RY x TX`` values computed over all of k
+    (``RY * RX`` vector accumulators, never stored until ``out`` is written from them). The
+    tile's columns of ``b`` are staged densely once per task, as in :func:`gemm_directives`.
+
+    Without a k-blocked accumulator buffer there is no zeroing pass, no reload per k block and no
+    copy into ``out``; the price is that a tile's staged columns span all of k, which suits
+    products whose k fits a block (the staged panel stays in L1/L2).
+    """
+    vec, tx = _columns(N, lanes, reg_vectors)
+    ry, ty = _row_tile(M, ry, ty)
+    ds = [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
+          D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
+          D("split", "out", var="mi", outer="mio", inner="mii", factor=ry, tail=SI)]
+    inner = [n]
+    if vec > 1:
+        ds.append(D("split", "out", var="ni", outer="nio", inner="nii", factor=vec, tail=SI))
+        inner = ["nii", "nio"]
+    else:
+        inner = ["ni"]
+    ds.append(D("reorder", "out", vars=inner + ["mii", "mio", "no", "mo"]))
+    ds.append(D("fuse", "out", inner="no", outer="mo", fused="tile"))
+    task = "tile"
+    if batch is not None:
+        ds.append(D("fuse", "out", inner="tile", outer=batch, fused="task"))
+        task = "task"
+    ds.append(D("parallel", "out", var=task))
+    if vec > 1:
+        ds += [D("vectorize", "out", var="nii"), D("unroll", "out", var="nio")]
+    elif tx > 1:
+        ds.append(D("unroll", "out", var="ni"))
+    ds.append(D("unroll", "out", var="mii"))
+    # One register block's sums: RY x TX values, all unrolled (registers), k innermost outside.
+    ds.append(D("compute_at", "acc", at="out", var="mio"))
+    if vec > 1:
+        ds += [D("vectorize", "acc", var=n, factor=vec),
+               D("split", "acc", 1, var=n, outer="nio", inner="nii", factor=vec, tail=GW)]
+        lanes_vars = ["nii", "nio"]
+    else:
+        lanes_vars = [n]
+    ds.append(D("unroll", "acc", var=n))
+    ds.append(D("unroll", "acc", var=m))
+    if ku > 1:
+        ds += [D("split", "acc", 1, var=k, outer="ko", inner="ki", factor=ku, tail=GW),
+               D("reorder", "acc", 1, vars=lanes_vars + [m, "ki", "ko"]),
+               D("unroll", "acc", 1, var="ki")]
+    else:
+        ds.append(D("reorder", "acc", 1, vars=lanes_vars + [m, k]))
+    if vec > 1:
+        ds += [D("vectorize", "acc", 1, var="nii"), D("unroll", "acc", 1, var="nio")]
+    elif tx > 1:
+        ds.append(D("unroll", "acc", 1, var=n))
+    ds.append(D("unroll", "acc", 1, var=m))
+    _stage_b(ds, b_src, b_is_func, task, n, vec, M, stage)
     return ds
 
 
@@ -162,11 +266,20 @@ def _matmul(built, dims, lanes, **knobs):
                            K=dims["K"], **_fit(knobs))
 
 
-@template("batch_matmul", knobs=GEMM_KNOBS)
+#: Batched products (batch_matmul, einsum, baddbmm) also choose where the sums live (see
+#: :func:`gemm_directives`): by default in registers when k fits one k block.
+BATCH_GEMM_KNOBS = {**GEMM_KNOBS, "acc": ("auto", "register", "tile")}
+
+
+def _fit_batched(knobs: dict) -> dict:
+    return _fit({"acc": BATCH_GEMM_KNOBS["acc"][0], **knobs})
+
+
+@template("batch_matmul", knobs=BATCH_GEMM_KNOBS)
 def _batch_matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], batch="b", B=dims["B"], **_fit(knobs))
+                           K=dims["K"], batch="b", B=dims["B"], **_fit_batched(knobs))
 
 
 @template("linear", knobs={k: v for k, v in GEMM_KNOBS.items() if k != "stage"})
