@@ -49,6 +49,8 @@ _OAI = {"O": 4, "A": 9, "I": 5}
 
 def _axis(name: str, axis, ndim: int) -> int:
     """A single axis as a non-negative int; ParamError otherwise."""
+    if type(axis) is int and -ndim <= axis < ndim:      # the common case, checked quickly
+        return axis % ndim
     if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
         raise ParamError(f"{name}: 'axis' must be an int, got {axis!r}")
     a = operator.index(axis)
@@ -59,6 +61,9 @@ def _axis(name: str, axis, ndim: int) -> int:
 
 
 def _int(name: str, arg: str, value, low: int | None = None) -> int:
+    """An int argument, at least ``low`` and below 2**30 in magnitude; ParamError otherwise."""
+    if type(value) is int and -_BIG < value < _BIG and (low is None or value >= low):
+        return value                                    # the common case, checked quickly
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise ParamError(f"{name}: '{arg}' must be an int, got {value!r}")
     v = operator.index(value)
@@ -248,14 +253,10 @@ def _split_frontend(x, indices_or_sections, axis=0):
         raise ShapeError("split: x must have at least one axis")
     ax = _axis(name, axis, x.ndim)
     bounds = _split_bounds(name, x.shape[ax], indices_or_sections)
-    shapes = [x.shape[:ax] + (stop - start,) + x.shape[ax + 1:] for start, stop in bounds]
     if _eager(split, x):
-        index = [slice(None)] * x.ndim
-        pieces = []
-        for start, stop in bounds:
-            index[ax] = slice(start, stop)
-            pieces.append(x[tuple(index)])
-        return tuple(pieces)
+        lead = (slice(None),) * ax
+        return tuple(x[lead + (slice(start, stop),)] for start, stop in bounds)
+    shapes = [x.shape[:ax] + (stop - start,) + x.shape[ax + 1:] for start, stop in bounds]
     if traced([x]):
         if any(stop == start for start, stop in bounds):
             raise ShapeError("split: an empty piece cannot be part of a traced program")
