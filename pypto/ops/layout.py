@@ -1,5 +1,5 @@
-"""Layout ops: concat, stack, split, pad, tile, repeat, flip and roll, each a copy of its input
-into a new arrangement.
+"""Layout ops: concat, stack, split, pad, tile, repeat, flip and roll, each its input's elements in
+a new arrangement (a new array, or NumPy's view where NumPy returns one, see below).
 
 The public calls follow NumPy (``concat`` is ``np.concatenate``, ``split`` is ``np.split``,
 ``stack``, ``tile``, ``repeat``, ``flip``, ``roll``) except ``pad``, which follows ``torch.nn.functional.pad``: ``pad`` lists (before, after)
