@@ -223,7 +223,9 @@ def _divmod(a, b, fmod_fn):
     div = _let("divmod_div", hl.select(flip, div - one, div))
     fd = hl.floor(div)
     fd = hl.select(div - fd > _k(a, 0.5), fd + one, fd)
-    fd = hl.select(div != zero, fd, _copysign(zero, a / b))
+    # A zero quotient takes the sign of a / b (b != 0 here): the xor of the signs, no division.
+    signed_zero = _ew._from_bits((_ew._as_bits(a) ^ _ew._as_bits(b)) & _ew._sign_bit(a), a)
+    fd = hl.select(div != zero, fd, signed_zero)
     return fd, mod2
 
 
