@@ -227,8 +227,9 @@ def _batched_inputs(op, dims, dtype, seed):
 @pytest.mark.parametrize("name", ["batch_matmul", "einsum", "baddbmm"])
 @pytest.mark.parametrize("acc", ["register", "tile"])
 def test_batched_product_schedules_are_right(name, acc):
-    # Every placement of the sums (registers over all of k, or a k-blocked tile buffer), with
-    # other knobs off their defaults too, on shapes with partial blocks in every dim.
+    # Every placement of the sums (registers over all of k, or a k-blocked tile buffer) and every
+    # kind of parallel task, with other knobs off their defaults too, on shapes with partial
+    # blocks in every dim.
     import pypto
     from pypto.compiler import targets
     from pypto.compiler.jit import compile_built
@@ -238,12 +239,17 @@ def test_batched_product_schedules_are_right(name, acc):
     from pypto.schedule.schedule import Schedule
 
     op = pypto.get_op(name)
-    assert template_knobs(name)["acc"][0] == "auto"
+    knobs = template_knobs(name)
+    assert knobs["acc"][0] == "auto" and knobs["task"][0] == "auto"
     lanes = vector_lanes(targets.host(), "float32")
-    points = [{"acc": acc}, {"acc": acc, "ry": 6, "reg_vectors": 2, "ty": 32, "ku": 1,
-                             "stage": False}]
+    odd = {"ry": 6, "reg_vectors": 2, "ty": 32, "ku": 1, "stage": False}
+    if acc == "register":
+        points = [{"acc": acc, "task": "rows"}, {"acc": acc, "task": "tile"},
+                  dict(odd, acc=acc, task="rows")]
+    else:
+        points = [{"acc": acc}, dict(odd, acc=acc)]
     for i, dims in enumerate(BATCHED_SHAPES):
-        for j, point in enumerate(points[:1] if i >= 2 else points):
+        for j, point in enumerate(points if i < 2 else points[:-1]):
             arrays, params, want = _batched_inputs(op, dims, "float32", seed=10 * i + j)
             built = build(op, ("float32",) * len(arrays), params)
             sched = Schedule(op=name, directives=tuple(
@@ -255,9 +261,11 @@ def test_batched_product_schedules_are_right(name, acc):
                          err_msg=f"{name} {dims} {point}")
 
 
-def test_batched_default_keeps_sums_in_registers():
+def test_batched_default_plan():
     # When k fits one k block, each register block's sums live in registers over all of k
-    # (computed at the output's register-block loop), not in a tile buffer copied to the output.
+    # (computed at the output's register-block loop), not in a tile buffer copied to the output;
+    # a task is a batch entry's row tile, with that entry's b copied whole (rows) and each column
+    # panel staged from the copy, when that makes enough tasks; otherwise a task is one tile.
     import pypto
     from pypto.compiler import targets
     from pypto.compiler.lower import build
@@ -265,11 +273,14 @@ def test_batched_default_keeps_sums_in_registers():
 
     for name in ("batch_matmul", "einsum"):
         built = build(pypto.get_op(name), ("float32", "float32"), {})
-        for K, at in ((256, "mio"), (2048, "task")):
-            ds = default_schedule(built, {"B": 8, "M": 256, "K": K, "N": 256},
+        for (B, M, K), at, staged in (((8, 256, 256), "mio", ["brows", "bp"]),
+                                      ((2, 64, 256), "mio", ["bp"]),
+                                      ((8, 256, 2048), "task", ["bp"])):
+            ds = default_schedule(built, {"B": B, "M": M, "K": K, "N": 256},
                                   targets.host()).directives
             placed = [d.get("var") for d in ds if d.op == "compute_at" and d.func == "acc"]
-            assert placed == [at], (name, K, placed)
+            wraps = [d.get("as") for d in ds if d.op == "wrap"]
+            assert placed == [at] and wraps == staged, (name, B, M, K, placed, wraps)
 
 
 def test_row_tiles_do_not_recompute_rows():

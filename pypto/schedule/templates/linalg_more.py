@@ -8,14 +8,16 @@ with the same tunable knobs; the operand staged along ``n`` is ``b``, ``mat2`` o
 from __future__ import annotations
 
 from ..defaults import template
-from .linalg import BATCH_GEMM_KNOBS, GEMM_KNOBS, _fit, _fit_batched, _lanes_for, gemm_directives
+from .linalg import (BATCH_GEMM_KNOBS, GEMM_KNOBS, _b_bytes, _fit, _fit_batched, _lanes_for,
+                     gemm_directives)
 
 
 @template("einsum", knobs=BATCH_GEMM_KNOBS)
 def _einsum(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], batch="b", B=dims["B"], **_fit_batched(knobs))
+                           K=dims["K"], batch="b", B=dims["B"],
+                           **_fit_batched(dims, knobs, _b_bytes(built)))
 
 
 @template("addmm", knobs=GEMM_KNOBS)
@@ -29,4 +31,5 @@ def _addmm(built, dims, lanes, **knobs):
 def _baddbmm(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], batch="b", B=dims["B"], b_src="batch2", **_fit_batched(knobs))
+                           K=dims["K"], batch="b", B=dims["B"], b_src="batch2",
+                           **_fit_batched(dims, knobs, _b_bytes(built)))
