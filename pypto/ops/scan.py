@@ -12,8 +12,10 @@ Scans run along one ``axis`` (default -1, like torch; NumPy's ``axis=None`` flat
 [O, R, I] (no transpose: the axes before and after are merged), sequentially along R, in the
 input's own precision like NumPy and torch (int32 sums and products in int64).
 ``cummax``/``cummin`` are torch's: ``(values, indices)``, a tie moves the index to the later
-element and a NaN wins from where it appears. ``logcumsumexp`` is torch's, computed stably as
-``m + log1p(exp(-|a - b|))``.
+element and a NaN wins from where it appears; the values are the input at the indices.
+``logcumsumexp`` is torch's, computed stably as ``m + log(s)`` from the running maximum ``m`` and
+the running ``s = sum exp(x - m)``. Each scan is a running Func that the outputs copy, so that a
+schedule can compute it by blocks of rows in a layout of its own.
 """
 
 from __future__ import annotations
@@ -255,16 +257,41 @@ def _scan_call(the_op, x, axis):
     return out.reshape(x.shape)
 
 
+def _running(name, first, step, types, dims):
+    """``name[i, r, o]``: a scan along r, ``first(i, o)`` at r = 0 and then
+    ``step(name[i, k - 1, o], i, k, o)`` for k = 1 .. R - 1 (each a value, or a tuple of values
+    of ``types``).
+
+    The pure definition is left undefined, since the two updates write every element: the scan
+    is one pass that reads the input once. The outputs copy it, so a schedule can compute it
+    per block of rows in a layout of its own (rows innermost, scanned with vector lanes across
+    rows) however the input is strided.
+    """
+    i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
+    k = hl.RDom([hl.Range(1, dims.R - 1)], "k")
+    f = hl.Func(name)
+    undef = tuple(hl.undef(t) for t in types)
+    f[i, r, o] = undef if len(undef) > 1 else undef[0]
+    f[i, 0, o] = first(i, o)
+    f[i, k, o] = step(f[i, k - 1, o], i, k, o)
+    return f
+
+
 def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False):
+    """A scan whose running value is its result: ``step(prev, cur)``."""
     def algorithm(x, *, dims):
         i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
-        k = hl.RDom([hl.Range(1, dims.R - 1)], "k")
         t = hl.Int(64) if widen and not x.type().is_float() else x.type()
+        run = _running("run", lambda ii, oo: hl.cast(t, x[ii, 0, oo]),
+                       lambda prev, ii, k, oo: step(prev, hl.cast(t, x[ii, k, oo])), [t], dims)
         out = hl.Func("out")
-        out[i, r, o] = hl.cast(t, x[i, r, o])
-        out[i, k, o] = step(out[i, k - 1, o], out[i, k, o])
+        out[i, r, o] = run[i, r, o]
         return out
 
+    return _declare_scan(name, algorithm, ref, doc, dtypes)
+
+
+def _declare_scan(name, algorithm, ref, doc, dtypes):
     def frontend(x, axis=-1):
         return _scan_call(the_op, x, axis)
     frontend.__doc__ = doc
@@ -276,14 +303,34 @@ def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False):
     return the_op
 
 
-def _logaddexp(a, b):
-    a, b = _expr(a), _expr(b)
-    m = hl.max(a, b)
-    d = hl.abs(a - b)
-    both_inf = _ew._is_inf(a) & _ew._is_inf(b) & (a == b)
-    val = m + _ew._log(_ew._k(a, 1.0) + _ew._exp(-d))
-    res = hl.select(both_inf, a, val)
-    return hl.select(_ew._is_nan(a) | _ew._is_nan(b), _ew._nan(a), res)
+def _logcumsumexp(x, *, dims):
+    """The running maximum ``m`` and ``s = sum exp(x_j - m)`` (rescaled when ``m`` grows), and the
+    result ``m + log(s)``. The exp and the log of a step do not feed the next step (only ``m``'s
+    max and ``s``'s multiply-add do), so consecutive steps overlap, unlike a chain of
+    ``logaddexp``. Equal infinities add ``exp(0)``; an infinite or NaN ``m`` is the result."""
+    i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
+    t = x.type()
+
+    def step(prev, ii, k, oo):
+        m, s = _expr(prev[0]), _expr(prev[1])
+        cur = _expr(x[ii, k, oo])
+        nan = _ew._is_nan(cur) | _ew._is_nan(m)
+        up = cur > m
+        m_new = hl.select(nan, _ew._nan(cur), hl.select(up, cur, m))
+        gap = hl.select(cur == m, _ew._k(cur, 0.0), -hl.abs(cur - m))
+        e = _ew._exp(gap)
+        s_new = hl.select(up, s * e + _ew._k(cur, 1.0), s + e)
+        res = hl.select(_ew._is_finite(m_new), m_new + _ew._log(s_new), m_new)
+        return (m_new, s_new, res)
+
+    def first(ii, oo):
+        x0 = _expr(x[ii, 0, oo])
+        return (x0, _ew._k(x0, 1.0), x0)
+
+    run = _running("run", first, step, [t, t, t], dims)
+    out = hl.Func("out")
+    out[i, r, o] = run[i, r, o][2]
+    return out
 
 
 def _np_logcumsumexp(x, axis):
@@ -298,9 +345,9 @@ cumprod = _scan("cumprod", lambda a, b: a * b, lambda x, axis: np.cumprod(
     x, axis, dtype=np.int64 if np.asarray(x).dtype.kind in "iu" else None),
     "Cumulative product along ``axis`` (int32 gives int64).", _FLOATS + ["int32", "int64"],
     widen=True)
-logcumsumexp = _scan("logcumsumexp", _logaddexp, _np_logcumsumexp,
-                     "``log(cumsum(exp(x)))`` along ``axis``, without overflow "
-                     "(``torch.logcumsumexp``).")
+logcumsumexp = _declare_scan("logcumsumexp", _logcumsumexp, _np_logcumsumexp,
+                             "``log(cumsum(exp(x)))`` along ``axis``, without overflow "
+                             "(``torch.logcumsumexp``).", _FLOATS)
 
 
 def _cumext_ref(largest):
@@ -320,19 +367,28 @@ def _cumext_ref(largest):
 def _cumext(name, largest):
     def algorithm(x, *, dims):
         i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
-        k = hl.RDom([hl.Range(1, dims.R - 1)], "k")
-        val, idx = hl.Func("val"), hl.Func("idx")
-        val[i, r, o] = x[i, r, o]
-        idx[i, r, o] = hl.cast(hl.Int(64), r)
-        prev, cur = _expr(val[i, k - 1, o]), _expr(x[i, k, o])
-        better = (cur >= prev) if largest else (cur <= prev)
-        if x.type().is_float():
-            better = _ew._is_nan(cur) | (hl.logical_not(_ew._is_nan(prev)) & better)
-        val[i, k, o] = hl.select(better, cur, prev)
-        idx[i, k, o] = hl.select(better, hl.cast(hl.Int(64), k), idx[i, k - 1, o])
+        t, i64 = x.type(), hl.Int(64)
+
+        def better(prev, cur):
+            """Whether ``cur`` takes over from the running extreme ``prev``."""
+            b = (cur >= prev) if largest else (cur <= prev)
+            if t.is_float():
+                b = _ew._is_nan(cur) | (hl.logical_not(_ew._is_nan(prev)) & b)
+            return b
+
+        def step(prev, ii, k, oo):
+            cur = _expr(x[ii, k, oo])
+            take = better(_expr(prev[0]), cur)
+            return (hl.select(take, cur, prev[0]), hl.select(take, k, prev[1]))
+
+        # One scan of (running extreme, its index); the values are the input at the indices.
+        pair = _running("pair", lambda ii, oo: (x[ii, 0, oo], hl.i32(0)), step,
+                        [t, hl.Int(32)], dims)
         values, indices = hl.Func("values"), hl.Func("indices")
-        values[i, r, o] = val[i, r, o]
-        indices[i, r, o] = idx[i, r, o]
+        indices[i, r, o] = hl.cast(i64, pair[i, r, o][1])
+        # An index is always in [0, R): the promise spares a clamp per element.
+        at = hl.unsafe_promise_clamped(hl.cast(hl.Int(32), indices[i, r, o]), 0, dims.R - 1)
+        values[i, r, o] = x[i, at, o]
         return values, indices
 
     def frontend(x, axis=-1):

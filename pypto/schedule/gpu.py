@@ -6,7 +6,10 @@ The generic schedule tiles each output's two innermost dims 16 x 16 over GPU blo
 one kernel launch covers the whole output; an update definition of an output is mapped the same
 way over its pure dims, or run by a single GPU thread when it has none. Every other Func with an
 update definition is computed inside the thread loop that consumes it (its loops run serially per
-thread); pure producers stay inlined. It is correct for every op and is what a specialised
+thread), except a scan computed in place (its pure definition undefined, an update running
+along one of its dims): that one is computed at root with each stage mapped over the dims it
+keeps, since inside a thread loop it would be recomputed whole for every point read; pure
+producers stay inlined. It is correct for every op and is what a specialised
 schedule falls back to when the op's structure does not fit one.
 """
 
@@ -116,7 +119,7 @@ def generic_gpu(built, dims: Mapping[str, int], lim: GpuLimits = SAFE_LIMITS) ->
     for info in built.funcs.values():
         if info.is_input or info.is_output or not info.updates:
             continue
-        if len(outputs) == 1:
+        if len(outputs) == 1 and not _scan_in_place(info):
             out.append(D("compute_at", info.name, at=anchor.name, var="tx"))
         else:
             out.append(D("compute_root", info.name))
@@ -125,6 +128,13 @@ def generic_gpu(built, dims: Mapping[str, int], lim: GpuLimits = SAFE_LIMITS) ->
                 pure = [a for a in info.args if a in info.update_args[u]]
                 out += _map(info.name, u + 1, pure, dims, lim)
     return out
+
+
+def _scan_in_place(info) -> bool:
+    """Whether ``info``'s pure definition is undefined and an update runs along one of its dims
+    (``pypto.ops.scan``'s running Funcs)."""
+    pure_undefined = all("undef" in str(v) for v in info.func.values())
+    return pure_undefined and any(set(info.args) - set(a) for a in info.update_args)
 
 
 def gpu_family(built, dims: Mapping[str, int], lim: GpuLimits = SAFE_LIMITS) -> str:

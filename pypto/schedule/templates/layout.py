@@ -4,8 +4,7 @@
   take_along_axis, gather, index_select): the generic rule vectorizes the innermost dim I, which
   is 1 when the op works on the last axis. Then the middle dim X is made innermost and vectorized
   instead, and the rows O run in parallel.
-- Scans ([O, R, I], sequential along R): the update (the scan itself) runs in parallel over the
-  rows O and vectorized across I when I spans a vector; the generic rule left it serial.
+- Scans: see :mod:`.scan`.
 - scatter_add: its update runs in parallel over the rows O (a row's scatters stay in order).
 - The extra row reductions (all, any, count_nonzero, vector_norm, the nan* ops) reuse the
   reduction family's template: their Funcs have the same shape ([O] over RVar ``k$x``).
@@ -36,34 +35,6 @@ def _oai_copy(built, dims, lanes):
     return ds
 
 
-def _scan_update(info, dims, lanes):
-    """The scan update of ``info`` ([i, r, o] over RVar k): parallel rows, lanes across I."""
-    (k,) = info.updates[0]
-    ds = []
-    if dims.get("I", 1) >= lanes:
-        ds += [D("split", info.name, 1, var="i", outer="i_o", inner="i_v", factor=lanes,
-                 tail="guard_with_if"),
-               D("reorder", info.name, 1, vars=["i_v", k, "i_o", "o"]),
-               D("vectorize", info.name, 1, var="i_v")]
-    if dims.get("O", 1) > 1:
-        ds.append(D("parallel", info.name, 1, var="o"))
-    return ds
-
-
-def _scan(built, dims, lanes):
-    ds = []
-    for info in built.funcs.values():
-        if info.is_input:
-            continue
-        if info.is_output:
-            ds += output_directives(info.name, info.args, dims, lanes)
-        elif info.updates:
-            ds.append(D("compute_root", info.name))
-        if info.updates:
-            ds += _scan_update(info, dims, lanes)
-    return ds
-
-
 def _scatter_add(built, dims, lanes):
     ds = output_directives("out", built.funcs["out"].args, dims, lanes)
     if dims.get("O", 1) > 1:
@@ -81,8 +52,6 @@ def _nms(built, dims, lanes):
 
 for _name in _COPIES:
     template(_name)(_oai_copy)
-for _name in ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"):
-    template(_name)(_scan)
 for _name in ("all", "any", "count_nonzero", "vector_norm", "nansum", "nanmean", "nanmax",
               "nanmin"):
     template(_name)(row_reduction)
