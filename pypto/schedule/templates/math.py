@@ -28,14 +28,19 @@ for _name in ROW_OPS:
 HARD_TILE = 64
 
 
-@template("fmod")
-@template("remainder")
-@template("floor_divide")
-def direct_then_hard_tiles(built, dims, lanes):
+#: The update's parallel tasks, in multiples of MIN_TASK_ELEMS (a knob: the tuner's generic space
+#: cannot place this op's gated update, so the template is its legal plan).
+_GRAIN = {"update_grain": (1, 4, 16)}
+
+
+@template("fmod", knobs=_GRAIN)
+@template("remainder", knobs=_GRAIN)
+@template("floor_divide", knobs=_GRAIN)
+def direct_then_hard_tiles(built, dims, lanes, update_grain=1):
     """Rows-or-chunks for the direct path. float32's update recomputes the flagged tiles: RVar
     ``redo$x`` in tiles of HARD_TILE, each a vector loop run only when its flag (``hard_tile``,
     computed just before it as a vectorized max) is set; rows, or runs of tiles of one long row,
-    in parallel."""
+    in parallel tasks of about ``update_grain`` x MIN_TASK_ELEMS elements."""
     ds = rows_or_chunks(built, dims, lanes)
     out = built.funcs["out"]
     if not out.updates:
@@ -47,12 +52,13 @@ def direct_then_hard_tiles(built, dims, lanes):
              tail="guard_with_if"),
            D("vectorize", "out", 1, var="lane", factor=lanes)]
     at = "tile"
-    if n_r * n_c >= 2 * MIN_TASK_ELEMS:
+    task = MIN_TASK_ELEMS * update_grain
+    if n_r * n_c >= 2 * task:
         if n_r >= FEW_ROWS:
-            ds.append(D("parallel", "out", 1, var="r", factor=max(1, MIN_TASK_ELEMS // n_c)))
+            ds.append(D("parallel", "out", 1, var="r", factor=max(1, task // n_c)))
         else:
             ds += [D("split", "out", 1, var="tile", outer="tiles", inner="t",
-                     factor=MIN_TASK_ELEMS // HARD_TILE, tail="guard_with_if"),
+                     factor=task // HARD_TILE, tail="guard_with_if"),
                    D("parallel", "out", 1, var="tiles")]
             at = "t"
     return ds + [D("compute_at", "hard_tile", at="out", var=at),
