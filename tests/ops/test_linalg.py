@@ -269,8 +269,9 @@ def test_batched_default_plan():
     import pypto
     from pypto.compiler import targets
     from pypto.compiler.lower import build
-    from pypto.schedule.defaults import default_schedule
+    from pypto.schedule.defaults import default_schedule, vector_lanes
 
+    lanes = vector_lanes(targets.host(), "float32")
     for name in ("batch_matmul", "einsum"):
         built = build(pypto.get_op(name), ("float32", "float32"), {})
         for (B, M, K), at, staged in (((8, 256, 256), "mio", ["brows", "bp"]),
@@ -281,6 +282,12 @@ def test_batched_default_plan():
             placed = [d.get("var") for d in ds if d.op == "compute_at" and d.func == "acc"]
             wraps = [d.get("as") for d in ds if d.op == "wrap"]
             assert placed == [at] and wraps == staged, (name, B, M, K, placed, wraps)
+        # Register blocks are three vectors wide unless two cut the columns with much less waste.
+        for N, width in ((256, 3 * lanes), (64, 2 * lanes), (40, 3 * lanes)):
+            ds = default_schedule(built, {"B": 8, "M": 64, "K": 64, "N": N},
+                                  targets.host()).directives
+            assert ds[0].op == "split" and ds[0].get("var") == "n", ds[0]
+            assert ds[0].get("factor") == width, (N, ds[0])
 
 
 def test_row_tiles_do_not_recompute_rows():

@@ -17,7 +17,7 @@ def _einsum(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"],
-                           **_fit_batched(dims, knobs, _b_bytes(built)))
+                           **_fit_batched(dims, knobs, _b_bytes(built), lanes))
 
 
 @template("addmm", knobs=GEMM_KNOBS)
@@ -32,4 +32,4 @@ def _baddbmm(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"], b_src="batch2",
-                           **_fit_batched(dims, knobs, _b_bytes(built)))
+                           **_fit_batched(dims, knobs, _b_bytes(built), lanes))
