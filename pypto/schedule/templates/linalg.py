@@ -8,6 +8,11 @@ register block reads stays in L1) and unrolled by ``KU``. The ``TX`` columns of 
 are first copied to a dense staging buffer (``bp``), which keeps the inner loop on unit-stride loads
 whatever the row stride of ``b``.
 
+Batched products (batch_matmul, einsum, baddbmm) whose k fits one block keep each register block's
+sums in registers over all of k instead (:func:`register_gemm_directives`), and run one task per
+batch entry and row tile, which copies the entry's ``b`` once and stages its column panels from the
+copy (see ``BATCH_GEMM_KNOBS`` for what the tuner may change).
+
 Every split's factor is derived from the call's sizes so that any size is correct: output splits use
 ``shift_inwards`` (factors never exceed the extent), splits inside the accumulator use
 ``guard_with_if`` (only the reduction can have a partial block).
@@ -200,13 +205,12 @@ def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: i
         inner = ["nii", "nio"]
     else:
         inner = ["ni"]
-    if rows:
-        ds += [D("reorder", "out", vars=inner + ["mii", "mio", "no", "mo"]),
-               D("fuse", "out", inner="mo", outer=batch, fused="task")]
+    ds.append(D("reorder", "out", vars=inner + ["mii", "mio", "no", "mo"]))
+    if rows:   # the column panels (no) run inside the task
+        ds.append(D("fuse", "out", inner="mo", outer=batch, fused="task"))
         at, panel_at, par = "no", "task", "task"
     else:
-        ds += [D("reorder", "out", vars=inner + ["mii", "mio", "no", "mo"]),
-               D("fuse", "out", inner="no", outer="mo", fused="tile")]
+        ds.append(D("fuse", "out", inner="no", outer="mo", fused="tile"))
         at, panel_at, par = "tile", None, "tile"
         if batch is not None:
             ds.append(D("fuse", "out", inner="tile", outer=batch, fused="task"))
@@ -217,7 +221,8 @@ def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: i
     elif tx > 1:
         ds.append(D("unroll", "out", var="ni"))
     ds.append(D("unroll", "out", var="mii"))
-    # One register block's sums: RY x TX values, all unrolled (registers), k innermost outside.
+    # One register block's sums: RY x TX values, every lane unrolled (so they stay in registers)
+    # around the k loop.
     ds.append(D("compute_at", "acc", at="out", var="mio"))
     if vec > 1:
         ds += [D("vectorize", "acc", var=n, factor=vec),
