@@ -168,13 +168,76 @@ def _rdom(dims):
     return hl.RDom([hl.Range(0, dims.R)], "k")
 
 
-def _extreme_key(x, dims, name: str, largest: bool):
-    """``name[o]``: the largest (or smallest) key of row ``o``, NaN winning."""
+def _magnitude(v):
+    """The bits of float ``v`` without its sign, as a non-negative signed integer (signed
+    compares are single vector instructions): above infinity's exactly for a NaN."""
+    return hl.reinterpret(hl.Int(v.type().bits()), v) & _magnitude_mask(v.type())
+
+
+def _magnitude_mask(t: hl.Type):
+    return hl.cast(hl.Int(t.bits()), (1 << (t.bits() - 1)) - 1)
+
+
+def _inf_bits(t: hl.Type):
+    return hl.cast(hl.Int(t.bits()), 0x7F800000 if t.bits() == 32 else 0x7FF0000000000000)
+
+
+def _extreme(x, dims, name: str, largest: bool):
+    """``name[o]``: the largest (or smallest) element of row ``o``.
+
+    A float row reduces to a pair: the float extreme, and the largest magnitude bit pattern,
+    which exceeds infinity's exactly when the row holds a NaN (:func:`_extreme_value` then gives
+    NaN; the float extreme is meaningless, since Halide compiles float comparisons as if no
+    operand were NaN). Both are plain vector max/min instructions that Halide can ``rfactor``;
+    the sign of a zero extreme is unspecified, as in NumPy."""
     o, k = hl.Var("o"), _rdom(dims)
-    it = _key(x[0, 0], largest).type()
+    t = x.type()
     f = hl.Func(name)
+    v = x[k, o]
+    pick = hl.max if largest else hl.min
+    if not t.is_float():
+        f[o] = t.min() if largest else t.max()
+        f[o] = pick(f[o], v)
+        return f
+    inf = float("inf")
+    f[o] = (hl.cast(t, -inf if largest else inf), hl.cast(hl.Int(t.bits()), 0))
+    f[o] = (pick(f[o][0], v), hl.max(f[o][1], _magnitude(v)))
+    return f
+
+
+def _has_nan(best, o, t: hl.Type):
+    """Whether the row reduced by :func:`_extreme` holds a NaN (False for integers)."""
+    return best[o][1] > _inf_bits(t)
+
+
+def _extreme_value(best, o, t: hl.Type):
+    """The extreme found by :func:`_extreme`: NaN for a row holding a NaN."""
+    if not t.is_float():
+        return best[o]
+    return hl.select(_has_nan(best, o, t), hl.cast(t, float("nan")), best[o][0])
+
+
+def _extreme_key(x, dims, name: str, largest: bool, nan_wins: bool = True):
+    """``name[o]``: the largest (or smallest) key (:func:`_key`) of row ``o``; a NaN wins (or,
+    with ``nan_wins`` False, loses to every element).
+
+    One integer max/min per row, where :func:`_extreme` has a pair: a single value is what the
+    frontend's column schedule (a reduction over leading axes) can split into partial rows."""
+    o, k = hl.Var("o"), _rdom(dims)
+    v = x[k, o]
+    t = v.type()
+    f = hl.Func(name)
+    if not t.is_float():
+        f[o] = t.min() if largest else t.max()
+        f[o] = hl.max(f[o], v) if largest else hl.min(f[o], v)
+        return f
+    it = hl.Int(t.bits())
+    bits = hl.reinterpret(it, v)
+    mask = hl.cast(it, (1 << (t.bits() - 1)) - 1)
+    key = bits ^ ((bits >> (t.bits() - 1)) & mask)     # negative floats order backwards
+    high = largest == nan_wins
+    key = hl.select(_magnitude(v) > _inf_bits(t), it.max() if high else it.min(), key)
     f[o] = it.min() if largest else it.max()
-    key = _key(x[k, o], largest)
     f[o] = hl.max(f[o], key) if largest else hl.min(f[o], key)
     return f
 
@@ -382,16 +445,34 @@ def min_(x, *, dims):
 
 
 def _arg_extreme(x, dims, largest: bool):
-    """First index of the extreme key of each row: one pass finds the key, a second one the first
-    index holding it (keys with -0.0 and 0.0 made equal)."""
-    best = _extreme_key(x, dims, "best", largest)
+    """First index of the extreme of each row: one pass finds the extreme (:func:`_extreme`), a
+    second one the first index holding it (-0.0 equals 0.0), or the first NaN in a row holding
+    one. (Both passes are plain row reductions, the shape GPU row-reduction schedules take; one
+    pass keeping an index per vector lane needs a merge in index order that Halide's ``rfactor``
+    does not express.)"""
+    t = x.type()
+    best = _extreme(x, dims, "best", largest)
     o, k = hl.Var("o"), _rdom(dims)
-    target = hl.Expr(best[o])
-    if x.type().is_float():
-        target = hl.select(target == -1, hl.cast(target.type(), 0), target)  # the key of -0.0
+    v = x[k, o]
+    if t.is_float():
+        # Per row, on the bits (a float comparison with a NaN is not safe: the compiler may fold
+        # one it assumes has no NaN operand): the pattern sought, under a mask that drops the
+        # sign when the extreme is a zero (-0.0 equals 0.0), and the magnitude above which an
+        # element counts (a NaN's in a row holding one, else none). In a row holding a NaN the
+        # pattern sought is itself a NaN's. No per-element select: one packs masks bytewise.
+        it = hl.Int(t.bits())
+        nan = _has_nan(best, o, t)
+        m = hl.Expr(best[o][0])
+        m_bits = hl.reinterpret(it, m)
+        sign_free = _magnitude(m) == hl.cast(it, 0)
+        mask = hl.select(sign_free & hl.logical_not(nan), _magnitude_mask(t), hl.cast(it, -1))
+        sought = hl.select(nan, _magnitude_mask(t), m_bits & mask)
+        limit = hl.select(nan, _inf_bits(t), it.max())
+        hit = ((hl.reinterpret(it, v) & mask) == sought) | (_magnitude(v) > limit)
+    else:
+        hit = v == best[o]
     first = hl.Func("first")
     first[o] = hl.cast(hl.Int(32), dims.R)
-    hit = _key(x[k, o], largest, zero_equal=True) == target
     first[o] = hl.min(first[o], hl.select(hit, k, dims.R))
     out = hl.Func("out")
     out[o] = hl.cast(hl.Int(64), first[o])
@@ -443,10 +524,10 @@ def logsumexp(x, *, dims):
     """``m + log(sum(exp(x - m)))`` per row of [O, R], ``m`` the row maximum (NaN or +-inf rows
     give ``m``); the exponentials are summed in float64."""
     t = x.type()
-    best = _extreme_key(x, dims, "best", largest=True)
+    best = _extreme(x, dims, "best", largest=True)
     o = hl.Var("o")
-    m = _unkey(best[o], t)
-    acc = _row_sum("acc", lambda k, oo: hl.exp(x[k, oo] - _unkey(best[oo], t)), dims,
+    m = _extreme_value(best, o, t)
+    acc = _row_sum("acc", lambda k, oo: hl.exp(x[k, oo] - _extreme_value(best, oo, t)), dims,
                    hl.Float(64))
     out = hl.Func("out")
     finite = hl.cast(t, hl.cast(hl.Float(64), m) + hl.log(acc[o]))

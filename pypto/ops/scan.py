@@ -30,7 +30,7 @@ from ..runtime import as_array
 from . import elementwise as _ew
 from ._op import Param, op
 from .layout import _axis, _oai
-from .reduce import _key, _last_axis, _reduce_call, _unkey
+from .reduce import _extreme_key, _key, _last_axis, _reduce_call, _unkey
 
 _FLOATS = ["float32", "float64"]
 _ALL = ["float32", "float64", "int32", "int64", "bool"]
@@ -202,8 +202,10 @@ def _nansum_alg(mean: bool):
     def algorithm(x, *, dims):
         f64, t = hl.Float(64), x.type()
         ok = lambda k, oo: hl.logical_not(_ew._is_nan(x[k, oo]))  # noqa: E731
-        acc = _rows("acc", lambda k, oo: hl.select(ok(k, oo), hl.cast(f64, x[k, oo]),
-                                                   hl.f64(0)), 0, lambda a, b: a + b, f64, dims)
+        # NaN is replaced before the widening: one select on the input's lanes.
+        acc = _rows("acc", lambda k, oo: hl.cast(f64, hl.select(ok(k, oo), x[k, oo],
+                                                                _ew._k(x[k, oo], 0.0))),
+                    0, lambda a, b: a + b, f64, dims)
         o = hl.Var("o")
         out = hl.Func("out")
         if mean:
@@ -219,11 +221,12 @@ def _nansum_alg(mean: bool):
 
 def _nanext_alg(largest: bool):
     def algorithm(x, *, dims):
+        # NaN keys sit at the far end that the reduction never picks, so it ignores them; a row
+        # of NaNs keeps the starting key and gives NaN. (One integer reduction: the column
+        # schedule of a reduction over leading axes needs a single value.)
         it = _key(x[0, 0], False).type()
         empty = it.min() if largest else it.max()
-        # NaN keys sit at the far end that the reduction never picks, so it ignores them.
-        best = _rows("best", lambda k, oo: _key(x[k, oo], not largest), empty,
-                     hl.max if largest else hl.min, it, dims)
+        best = _extreme_key(x, dims, "best", largest, nan_wins=False)
         o = hl.Var("o")
         out = hl.Func("out")
         out[o] = hl.select(best[o] == empty, _ew._nan(x[0, 0]), _unkey(best[o], x.type()))
