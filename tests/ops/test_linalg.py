@@ -288,11 +288,22 @@ def test_batched_default_plan():
                                   targets.host()).directives
             assert ds[0].op == "split" and ds[0].get("var") == "n", ds[0]
             assert ds[0].get("factor") == width, (N, ds[0])
+    # baddbmm's input, read by the output at its own coordinates, is copied per task too, unless
+    # beta=0 (then it is not read at all).
+    op = pypto.get_op("baddbmm")
+    for beta, want in ((1.0, ["brows", "bp", "input_rows"]), (0.0, ["brows", "bp"])):
+        built = build(op, ("float32",) * 3, {"beta": beta, "alpha": 1.0})
+        ds = default_schedule(built, {"B": 8, "M": 256, "K": 256, "N": 256},
+                              targets.host()).directives
+        assert [d.get("as") for d in ds if d.op == "wrap"] == want, beta
 
 
 def test_row_tiles_do_not_recompute_rows():
     # Tiles of the rows split M evenly in whole register blocks: an M just over a multiple of
     # the register rows no longer makes a second, shifted tile that recomputes nearly all rows.
+    from pypto.schedule.defaults import template_knobs
+
+    template_knobs("matmul")   # loads every template module before this one is imported alone
     from pypto.schedule.templates.linalg import _row_tile
 
     assert _row_tile(130, 4, 512) == (4, 130)

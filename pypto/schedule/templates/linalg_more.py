@@ -32,4 +32,11 @@ def _baddbmm(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"], b_src="batch2",
+                           out_reads=_out_reads(built, "input"),
                            **_fit_batched(dims, knobs, _b_bytes(built), lanes))
+
+
+def _out_reads(built, *names: str) -> tuple:
+    """Which of the inputs ``names`` the output reads (baddbmm with beta=0 does not read input)."""
+    calls = built.funcs["out"].calls
+    return tuple(n for n in names if n in calls or f"{n}_im" in calls)
