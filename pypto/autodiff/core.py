@@ -50,11 +50,97 @@ def _arg_names(node: T.Node) -> list[str]:
     return ["x"]
 
 
+class _SliceGrad:
+    """A slice's gradient not yet scattered: ``dy`` belongs at ``starts``/``steps`` of an array
+    of ``shape``. Kept apart so that the pieces of one array (``xs[t]`` for every step of a
+    loop) join as one concat, not a sum of zero-padded copies, one per piece."""
+
+    def __init__(self, dy: T.Tensor, shape, starts, steps):
+        self.dy, self.shape, self.starts, self.steps = dy, tuple(shape), starts, steps
+
+    def axis(self):
+        """The one axis this slice cuts with step 1 (None where it is not that simple)."""
+        cut = [a for a, (n, st, sp, m) in enumerate(zip(self.shape, self.starts, self.steps,
+                                                        self.dy.shape))
+               if not (st == 0 and sp == 1 and m == n)]
+        if len(cut) != 1 or self.steps[cut[0]] != 1:
+            return None
+        return cut[0]
+
+    def scattered(self) -> T.Tensor:
+        return shapes.unslice(self.dy, self.shape, self.starts, self.steps)
+
+
+def _sum(parts: list) -> T.Tensor:
+    """The total of one value's gradient contributions, joined where that is cheaper:
+
+    * slices along one axis: the contiguous runs are concatenated, then padded once;
+    * products ``a_i @ b_i`` (a weight's gradient from each step of a loop) are one product of
+      the operands concatenated along the contracted axis: one large GEMM instead of many thin
+      ones, each reading and writing the whole weight-sized result.
+    """
+    from .. import ops
+
+    out: list[T.Tensor] = []
+    by_axis: dict[int, list[_SliceGrad]] = {}
+    for p in parts:
+        if isinstance(p, _SliceGrad):
+            ax = p.axis()
+            if ax is None:
+                out.append(p.scattered())
+            else:
+                by_axis.setdefault(ax, []).append(p)
+        else:
+            out.append(p)
+    for ax, group in by_axis.items():
+        group.sort(key=lambda p: p.starts[ax])
+        run: list[_SliceGrad] = []
+
+        def flush():
+            if not run:
+                return
+            dy = run[0].dy if len(run) == 1 else ops.concat([p.dy for p in run], axis=ax)
+            n, start = run[0].shape[ax], run[0].starts[ax]
+            out.append(shapes.pad_axis(dy, ax, start, n - start - dy.shape[ax]))
+            run.clear()
+
+        for p in group:
+            if run and p.starts[ax] != run[-1].starts[ax] + run[-1].dy.shape[ax]:
+                flush()
+            run.append(p)
+        flush()
+    products = [g for g in out if g.node.kind == "op" and g.node.op.name == "matmul"
+                and all(len(x.shape) == 2 for x in g.node.inputs)]
+    if len(products) > 1:
+        out = [g for g in out if not any(g is p for p in products)]
+        products.reverse()      # contributions arrive last step first: join in forward order
+        lefts = [p.node.inputs[0] for p in products]
+        if all(_transposed(x) for x in lefts):
+            # a_i = x_i^T (a weight's gradient dy^T x): join the x_i by rows (contiguous
+            # blocks), the same join as the gradient of a stack of the dy_i, which the
+            # pipeline then computes once.
+            a = ops.concat([x.node.inputs[0] for x in lefts], axis=0).T
+        else:
+            a = ops.concat(lefts, axis=1)
+        b = ops.concat([p.node.inputs[1] for p in products], axis=0)
+        out.append(ops.matmul.kernel(a, b))
+    total = out[0]
+    for g in out[1:]:
+        total = total + g
+    return total
+
+
+def _transposed(t: T.Tensor) -> bool:
+    """``t`` is the transpose view of a matrix."""
+    n = t.node
+    return n.kind == "view" and n.aux[0] == "permute" and tuple(n.aux[1]) == (1, 0)
+
+
 class _Walk:
     def __init__(self, nodes: Sequence[T.Node], wrt: Sequence[T.Tensor]):
         self.nodes = list(nodes)
         self.active: set[tuple[int, int]] = {_key(t) for t in wrt}
-        self.grads: dict[tuple[int, int], T.Tensor] = {}
+        self.grads: dict[tuple[int, int], list] = {}   # contributions, summed when read
         self.touched: set[tuple[int, int]] = set()   # non-float values a gradient depends on
         self.regions = _regions(self.nodes)
         self._mark_active()
@@ -73,10 +159,24 @@ class _Walk:
             return
         if g is None:
             return
-        if g.dtype != t.dtype:
+        if isinstance(g, _SliceGrad):
+            if g.dy.dtype != t.dtype:
+                g.dy = g.dy.astype(t.dtype)
+        elif g.dtype != t.dtype:
             g = g.astype(t.dtype)
-        old = self.grads.get(k)
-        self.grads[k] = g if old is None else old + g
+        self.grads.setdefault(k, []).append(g)
+
+    def grad(self, k: tuple[int, int]) -> T.Tensor | None:
+        """The gradient of value ``k``: its contributions summed (once; every reader of ``k``
+        is processed before ``k``'s producer, so none arrives later)."""
+        parts = self.grads.get(k)
+        if not parts:
+            return None
+        if len(parts) == 1 and not isinstance(parts[0], _SliceGrad):
+            return parts[0]
+        total = _sum(parts)
+        self.grads[k] = [total]
+        return total
 
     def run(self) -> None:
         done: set[int] = set()
@@ -93,7 +193,7 @@ class _Walk:
 
     def _outputs(self, node: T.Node):
         outs = [T.Tensor(node, k) for k in range(len(node.outs))]
-        dys = [self.grads.get((node.id, k)) for k in range(len(node.outs))]
+        dys = [self.grad((node.id, k)) for k in range(len(node.outs))]
         touched = any((node.id, k) in self.touched for k in range(len(node.outs)))
         return outs, dys, touched
 
@@ -150,6 +250,9 @@ class _Walk:
                     dims=dict(node.dims), live=tuple(live))
         if fn is not None:
             got = fn.apply_op(call, node, live)
+        elif name == "view:slice" and entry is RULES.get(name):
+            _, starts, steps = node.aux
+            got = [_SliceGrad(dys[0], node.inputs[0].shape, starts, steps)]
         else:
             got = entry(call)
         for i in live:
@@ -163,7 +266,7 @@ class _Walk:
                 self.add(node.inputs[i], got[i])
 
     def _region(self, region) -> None:
-        dys = [self.grads.get(_key(t)) for t in region.outputs]
+        dys = [self.grad(_key(t)) for t in region.outputs]
         if all(d is None for d in dys):
             return
         live = [i for i, a in enumerate(region.values)
@@ -223,4 +326,4 @@ def backward(nodes: Sequence[T.Node], wrt: Sequence[T.Tensor], outputs: Sequence
     for t, ct in zip(outputs, cts):
         walk.add(t, ct)
     walk.run()
-    return [walk.grads.get(_key(t)) for t in wrt]
+    return [walk.grad(_key(t)) for t in wrt]

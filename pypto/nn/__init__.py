@@ -17,9 +17,28 @@ __all__ = ["lstm"]
 
 
 def _lstm_steps(xs, h, c, w_ih, w_hh, b_ih, b_hh, mask):
+    """The layer written out: the input projection of every step as one product, then per step
+    one product with the recurrent weight and the gate arithmetic.
+
+    Written this way rather than as a loop of ``lstm_cell``s, the backward reads the gates the
+    forward computed (the cell's rule recomputes both products), the input weight's gradient and
+    the inputs' gradient are one large product each, and the recurrent weight's per-step
+    gradients join as one product too (see :mod:`pypto.autodiff.core`).
+    """
+    steps, batch, n_in = xs.shape
+    hid = h.shape[-1]
+    gx = ops.linear(xs.reshape(steps * batch, n_in), w_ih, b_ih + b_hh)
+    gx = gx.reshape(steps, batch, 4 * hid)
+    w_t = w_hh.T                                   # one view, read by every step
     outs = []
-    for t in range(xs.shape[0]):
-        h_new, c_new = ops.lstm_cell(xs[t], h, c, w_ih, w_hh, b_ih, b_hh)
+    for t in range(steps):
+        gates = gx[t] + ops.matmul(h, w_t)
+        i = ops.sigmoid(gates[:, :hid])
+        f = ops.sigmoid(gates[:, hid:2 * hid])
+        g = ops.tanh(gates[:, 2 * hid:3 * hid])
+        o = ops.sigmoid(gates[:, 3 * hid:])
+        c_new = f * c + i * g
+        h_new = o * ops.tanh(c_new)
         if mask is not None:
             # A sequence that has ended keeps its state; its outputs past the end are zeros.
             keep = mask[t]                                 # [B, 1] bool

@@ -1,0 +1,75 @@
+"""How a value's gradient contributions are summed: slices of one array join as a concat, and
+products that share a weight (one per step of a loop) become one product."""
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto import ops
+from pypto.autodiff import api
+
+
+def _loop(xs, w, v):
+    total = None
+    for t in range(xs.shape[0]):
+        y = ops.tanh(xs[t] @ w) * v[t]
+        total = y.sum() if total is None else total + y.sum()
+    return total
+
+
+def _want(xs, w, v):
+    xs, w, v = (a.astype(np.float64) for a in (xs, w, v))
+    dw = np.zeros_like(w)
+    dxs = np.zeros_like(xs)
+    dv = np.zeros_like(v)
+    for t in range(xs.shape[0]):
+        y = np.tanh(xs[t] @ w)
+        g = (1 - y * y) * v[t]
+        dw += xs[t].T @ g
+        dxs[t] = g @ w.T
+        dv[t] = y.sum(axis=0)
+    return dxs, dw, dv
+
+
+def _matmuls(fn):
+    prog = next(iter(api._programs[fn].values()))
+    count, stack = 0, list(prog._cache.values())
+    while stack:
+        step = stack.pop()
+        if step.segment is not None:
+            count += sum(1 for n in step.segment.graph.nodes
+                         if n.kind == "op" and n.op.name == "matmul")
+        stack.extend(step.children.values())
+    return count
+
+
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_a_weight_shared_by_every_step_gets_its_gradient_from_one_product(steps):
+    r = np.random.default_rng(steps)
+    xs = r.standard_normal((steps, 6, 5)).astype(np.float32)
+    w = r.standard_normal((5, 7)).astype(np.float32) * 0.5
+    v = r.standard_normal((steps, 7)).astype(np.float32)
+    fn = lambda xs, w, v: _loop(xs, w, v)   # noqa: E731 (a fresh function: its own program)
+    _, (dxs, dw, dv) = pypto.value_and_grad(fn, argnums=(0, 1, 2))(xs, w, v)
+    want = _want(xs, w, v)
+    for got, ref in zip((dxs, dw, dv), want):
+        np.testing.assert_allclose(got, ref, rtol=2e-4, atol=2e-5)
+    # forward: one product per step; backward: one per step for xs, and one in all for w
+    assert _matmuls(fn) == 2 * steps + 1
+
+
+def test_slices_of_one_array_that_leave_gaps_or_overlap_sum_correctly():
+    r = np.random.default_rng(3)
+    x = r.standard_normal((9, 4)).astype(np.float32)
+
+    def fn(x):
+        parts = [x[0:2], x[2:3], x[5:7], x[6:9], x[::2], x[1:8, 1:3]]
+        return sum((ops.sin(p) * (k + 1)).sum() for k, p in enumerate(parts))
+
+    got = pypto.grad(fn)(x)
+    want = np.zeros((9, 4))
+    c = np.cos(x.astype(np.float64))
+    for k, sl in enumerate([np.s_[0:2], np.s_[2:3], np.s_[5:7], np.s_[6:9], np.s_[::2],
+                            np.s_[1:8, 1:3]]):
+        want[sl] += (k + 1) * c[sl]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
