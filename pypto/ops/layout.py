@@ -187,10 +187,16 @@ def _concat_frontend(arrays, axis=0):
     derive=lambda d, p: {"S": d["A"] + d["B"]}, example={"O": 64, "A": 100, "B": 60})
 def concat(a, b, *, dims):
     """[O, A] and [O, B] side by side: [O, A + B]."""
+    # Two block copies into an undefined pure definition: a select over both inputs read each
+    # through clamped indices, which Halide vectorizes as gathers (8 rows of 64x2048 joined
+    # took 19 ms against NumPy's 0.5).
     s, o = hl.Var("s"), hl.Var("o")
     out = hl.Func("out")
-    out[s, o] = hl.select(s < dims.A, a[hl.min(s, dims.A - 1), o],
-                          b[hl.max(s - dims.A, 0), o])
+    out[s, o] = hl.undef(a.type())
+    ra = hl.RDom([hl.Range(0, dims.A)], "ra")
+    rb = hl.RDom([hl.Range(0, dims.B)], "rb")
+    out[ra.x, o] = a[ra.x, o]
+    out[dims.A + rb.x, o] = b[rb.x, o]
     return out
 
 

@@ -105,3 +105,34 @@ def _topk(built, dims, lanes):
 for _name in ("sort", "argsort", "median"):
     template(_name)(_network)
 template("topk")(_topk)
+
+
+# -- concat ----------------------------------------------------------------------------------------
+
+def _concat(built, dims, lanes):
+    """concat: ``out`` has an undefined pure definition and two block copies (updates over
+    ``ra`` and ``rb``). Each copy is vectorized along its block; rows run in parallel, or, for
+    few rows (a concat along the first axis is one long row), the block is cut into tasks."""
+    info = built.funcs["out"]
+    n_o = dims.get("O", 1)
+    ds = []
+    for u, ext in enumerate((dims.get("A", 1), dims.get("B", 1))):
+        (r,) = info.updates[u]
+        st = u + 1
+        base = r.replace("$", "_")
+        inner = r
+        if n_o < 2 and ext >= 2 * MIN_TASK_ELEMS:
+            ds += [D("split", "out", st, var=r, outer=f"{base}_t", inner=f"{base}_b",
+                     factor=MIN_TASK_ELEMS),
+                   D("parallel", "out", st, var=f"{base}_t")]
+            inner = f"{base}_b"
+        elif n_o >= 2 and n_o * ext >= 2 * MIN_TASK_ELEMS:
+            ds.append(D("parallel", "out", st, var="o"))
+        if ext >= lanes:
+            ds += [D("split", "out", st, var=inner, outer=f"{base}_o", inner=f"{base}_v",
+                     factor=_pow2_at_most(ext, lanes), tail="guard_with_if"),
+                   D("vectorize", "out", st, var=f"{base}_v")]
+    return ds
+
+
+template("concat")(_concat)
