@@ -283,6 +283,12 @@ def explain(op_or_name, *args, **kwargs) -> Explanation:
     op = get_op(op_or_name) if isinstance(op_or_name, str) else op_or_name
     with observe() as calls:
         op(*args, **kwargs)
+    if not calls:
+        from ..errors import PyptoError
+
+        raise PyptoError(f"explain({op.name}): this call ran no kernel (it returns a view of its "
+                         f"input, as NumPy's does, or an input unchanged), so no schedule is "
+                         f"used; pass out= to see the kernel's schedule")
     kop, dtypes, params, dims, kernel = calls[-1]
     notes: list[str] = []
     target = targets.current()

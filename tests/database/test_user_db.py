@@ -140,3 +140,15 @@ def test_library_tuning_and_autoschedule_imports_default_to_the_user_database(tm
     monkeypatch.setenv("PYPTO_USER_SCHEDULES", "off")
     with pytest.raises(pypto.DatabaseError, match="give --db FOLDER"):
         write_root()
+
+
+def test_explain_of_a_call_that_returns_a_view_says_no_kernel_ran():
+    import numpy as np
+
+    from pypto.errors import PyptoError
+
+    x = np.ones((4, 6), np.float32)
+    with pytest.raises(PyptoError, match=r"explain\(split\): this call ran no kernel.*out="):
+        explain("split", x, 2, axis=1)
+    outs = (np.empty((4, 3), np.float32), np.empty((4, 3), np.float32))
+    assert explain("split", x, 2, axis=1, out=outs).chosen.split()[0] in ("default", "database")
