@@ -67,6 +67,31 @@ def test_einsum_against_numpy(dtype):
         assert_close(got, P.einsum.reference(s, *ops), err_msg=s, **tol)
 
 
+def test_einsum_repeated_calls_take_the_planned_product():
+    # A signature whose einsum is one product of reshapes of its operands is planned once and
+    # later calls go straight to the kernel; the answers stay those of the full path. Views are
+    # signatures of their own (strides are part of it); einsums that need more (a permute, a
+    # sum) are not planned.
+    from pypto.ops import contraction
+
+    contraction._PLANS.clear()
+    a, b = rand((3, 5, 7), seed=1), rand((3, 7, 4), seed=2)
+    for s, x, y in (("bmk,bkn->bmn", a, b), ("ij,jk->ik", a[0], b[0]),
+                    ("bmk,bkn->bnm", a, b), ("bmk,bkn->bm", a, b),
+                    ("bmk,bkn->bmn", a[:, ::2], b), ("bmk,bkn->bmn", a, b[:, :, 1:])):
+        first = P.einsum(s, x, y)
+        for _ in range(2):
+            got = P.einsum(s, x, y)
+            assert got.shape == first.shape and np.array_equal(got, first), s
+            assert_close(got, _ein_want(s, x, y), err_msg=s)
+    planned = sorted(k[0] for k in contraction._PLANS)
+    assert planned == ["bmk,bkn->bmn"] * 3 + ["ij,jk->ik"], planned
+    # The same subscripts on other shapes or strides are another signature.
+    c = rand((2, 5, 7), seed=3)[:, :, ::-1]
+    assert_close(P.einsum("bmk,bkn->bmn", c, b[:2]), _ein_want("bmk,bkn->bmn", c, b[:2]))
+    assert_close(P.einsum("bmk,bkn->bmn", a, b), _ein_want("bmk,bkn->bmn", a, b))
+
+
 def test_einsum_against_torch_views_and_keyword():
     torch = pytest.importorskip("torch")
     a = rand((6, 40, 30), "float64")[:, ::2, 1::2]        # strided views
