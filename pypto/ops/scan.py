@@ -202,7 +202,6 @@ def _nansum_alg(mean: bool):
     def algorithm(x, *, dims):
         f64, t = hl.Float(64), x.type()
         ok = lambda k, oo: hl.logical_not(_ew._is_nan(x[k, oo]))  # noqa: E731
-        # NaN is replaced before the widening: one select on the input's lanes.
         acc = _rows("acc", lambda k, oo: hl.cast(f64, hl.select(ok(k, oo), x[k, oo],
                                                                 _ew._k(x[k, oo], 0.0))),
                     0, lambda a, b: a + b, f64, dims)

@@ -19,7 +19,7 @@ itself runs with vector lanes:
 - otherwise (fewer than two rows, or blocks whose running values would not stay in cache):
   one row at a time, serially.
 
-Blocks (or rows) run in parallel in tasks of about ``MIN_TASK_ELEMS`` elements.
+Blocks (or rows) run in parallel in tasks of several blocks (:func:`.reduce.task_rows`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..defaults import MIN_TASK_ELEMS, D, _pow2_at_most, template
+from .reduce import task_rows
 
 #: Rows per block of the across-rows form.
 ROWS = 8
@@ -40,11 +41,12 @@ def _itemsize(type_text: str) -> int:
 
 
 def _parallel_blocks(out: str, var: str, blocks: int, block_elems: int, total: int) -> tuple:
-    """Directives that run ``var`` (``blocks`` iterations) in parallel tasks, and the loop level
-    (a Var of ``out``) at which one block is computed."""
+    """Directives that run ``var`` (``blocks`` iterations) in parallel tasks of several blocks
+    (:func:`.reduce.task_rows`), and the loop level (a Var of ``out``) at which one block is
+    computed."""
     if total < 2 * MIN_TASK_ELEMS or blocks < 2:
         return [], var
-    per_task = max(1, MIN_TASK_ELEMS // max(block_elems, 1))
+    per_task = task_rows(blocks, block_elems)
     if per_task == 1 or blocks < 2 * per_task:
         return [D("parallel", out, var=var)], var
     outer, inner = f"{var}_t", f"{var}_b"
