@@ -1,0 +1,141 @@
+"""Row reductions at shapes that take each form of the default schedule, with the values that
+the fast paths treat apart: NaN of either sign, infinities, signed zeros, ties.
+
+The forms (``pypto.schedule.templates.reduce``): few long rows (chunks reduced in parallel),
+rows of at least two vectors (one row at a time, vector lanes along it), short rows (vectorized
+across rows); argmax/argmin of one long row also go through blocks of the row
+(``reduce._arg_blocks``). argmax/argmin find the extreme as a float max plus a NaN flag and
+then the first index on the bits, so each special value is checked in each position.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pypto.ops as P
+from pypto.schedule.templates.reduce import TASK_ELEMS, task_rows
+from pypto.schedule.defaults import MIN_TASK_ELEMS
+
+#: (O, R): short rows, rows of a few vectors, ragged rows, long rows, few long rows.
+SHAPES = [(37, 3), (40, 10), (9, 31), (13, 33), (70, 100), (5, 2048), (2, 140_000),
+          (300, 517)]
+SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0]
+
+
+def _rows_with_specials(shape, dtype, seed):
+    """Small integers (many ties) with special values sprinkled in some rows."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, shape).astype(dtype)
+    o, r = shape
+    for row in range(0, o, 3):
+        for j, v in enumerate(SPECIALS[row % len(SPECIALS):]):
+            x[row, (row * 7 + j * 11) % r] = v
+    if o > 4:
+        x[1] = -np.inf                        # a row of -inf only
+        x[2] = np.nan                         # a row of NaN only
+        x[4, :] = 0.0
+        x[4, ::2] = -0.0                      # zeros of both signs
+    return x
+
+
+def _numpy(name, x):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return getattr(np, name)(x, axis=1)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_first_index_of_the_extreme_with_special_values(shape, dtype, name):
+    x = _rows_with_specials(shape, dtype, seed=shape[1])
+    got = getattr(P, name)(x, axis=1)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, _numpy(name, x))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_a_nan_of_either_sign_after_the_extreme_still_wins(name):
+    x = np.zeros((3, 300), np.float32)
+    x[:, 50] = 5.0 if name == "argmax" else -5.0
+    x[0, 200] = np.nan
+    x[1, 200] = -np.nan
+    x[2, 299] = np.float32(np.nan) * -1
+    np.testing.assert_array_equal(getattr(P, name)(x, axis=1), [200, 200, 299])
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_one_long_row_searched_by_blocks(name):
+    x = np.random.default_rng(3).integers(-50, 50, 300_001).astype(np.float32)
+    x[[17, 150_000, 299_999]] = 99.0 if name == "argmax" else -99.0
+    assert getattr(P, name)(x) == 17
+    x[[5, 250_000]] = -0.0
+    x[:5] = 0.0
+    x[5:] = 1.0 if name == "argmin" else -1.0
+    x[[5, 250_000]] = -0.0                    # the first zero of either sign
+    assert getattr(P, name)(x) == 0
+    x[123_456] = -np.nan
+    assert getattr(P, name)(x) == 123_456
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["max", "min", "nanmax", "nanmin"])
+def test_extremes_with_special_values(shape, dtype, name):
+    x = _rows_with_specials(shape, dtype, seed=shape[0])
+    got = getattr(P, name)(x, axis=1)
+    want = _numpy(name, x)
+    assert got.dtype == x.dtype
+    np.testing.assert_array_equal(got, want)               # NaN == NaN, -0.0 == 0.0
+
+
+@pytest.mark.parametrize("shape", [(13, 33), (70, 100), (5, 2048), (2, 140_000)])
+@pytest.mark.parametrize("name", ["argmax", "argmin", "max", "min"])
+def test_int32_rows(shape, name):
+    x = np.random.default_rng(2).integers(-5, 6, shape).astype(np.int32)
+    x[0, -1] = np.iinfo(np.int32).max
+    x[-1, 0] = np.iinfo(np.int32).min
+    np.testing.assert_array_equal(getattr(P, name)(x, axis=1), _numpy(name, x))
+
+
+@pytest.mark.parametrize("shape", [(40, 10), (13, 33), (70, 95), (5, 2048), (3, 140_003)])
+def test_prod_with_four_vectors_of_partial_products(shape):
+    spread = 1.0 / np.sqrt(shape[1])         # products of many factors stay in range
+    x = np.random.default_rng(1).uniform(1 - spread, 1 + spread, shape).astype(np.float32)
+    want = np.prod(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(P.prod(x, axis=1), want, rtol=2e-5 * np.sqrt(shape[1]))
+    y = np.random.default_rng(1).integers(1, 3, shape).astype(np.int32)
+    y[:, 40:] = 1                                           # no int64 overflow
+    np.testing.assert_array_equal(P.prod(y, axis=1), np.prod(y, axis=1, dtype=np.int64))
+
+
+@pytest.mark.parametrize("shape", [(37, 3), (13, 33), (300, 517), (2, 140_000)])
+def test_nan_sums_and_means(shape):
+    x = _rows_with_specials(shape, "float32", seed=7)
+    x[np.isinf(x)] = 1.0                                   # inf - inf aside
+    for name in ("nansum", "nanmean"):
+        want = _numpy(name, x.astype(np.float64))
+        np.testing.assert_allclose(getattr(P, name)(x, axis=1), want, rtol=1e-6, atol=1e-6)
+
+
+def test_leading_axis_extremes_match_numpy():
+    # These reductions stay single-valued, so the frontend's column schedule reads rows in place.
+    x = _rows_with_specials((4096, 64), "float32", seed=9)
+    for name in ("max", "min", "nanmax", "nanmin"):
+        np.testing.assert_array_equal(getattr(P, name)(x, axis=0), _numpy(name, x.T))
+
+
+def test_task_rows_makes_big_tasks_while_there_are_several():
+    assert task_rows(2048, 2048) * 2048 == TASK_ELEMS            # 64 tasks of 64K elements
+    assert task_rows(64, 2048) == 16                             # still four tasks
+    assert task_rows(16, 2048) * 2048 == MIN_TASK_ELEMS          # never under the minimum
+    assert task_rows(3, 100_000) == 1
+    assert task_rows(5, 10) == 5                                 # one task holds every row
+    for n_o, r in [(2048, 2048), (256, 1024), (100, 700), (1 << 20, 4)]:
+        rows = task_rows(n_o, r)
+        assert 1 <= rows <= n_o
+        assert rows * r >= min(MIN_TASK_ELEMS, n_o * r)
+        assert rows * r <= max(TASK_ELEMS, r)
