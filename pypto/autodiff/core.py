@@ -71,6 +71,10 @@ class _SliceGrad:
         return shapes.unslice(self.dy, self.shape, self.starts, self.steps)
 
 
+#: The dtypes whose pieces are joined (``concat`` has no float16: those are summed as they are).
+_JOINABLE = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _sum(parts: list) -> T.Tensor:
     """The total of one value's gradient contributions, joined where that is cheaper:
 
@@ -85,7 +89,7 @@ def _sum(parts: list) -> T.Tensor:
     by_axis: dict[int, list[_SliceGrad]] = {}
     for p in parts:
         if isinstance(p, _SliceGrad):
-            ax = p.axis()
+            ax = p.axis() if p.dy.dtype in _JOINABLE else None
             if ax is None:
                 out.append(p.scattered())
             else:
@@ -110,7 +114,7 @@ def _sum(parts: list) -> T.Tensor:
             run.append(p)
         flush()
     products = [g for g in out if g.node.kind == "op" and g.node.op.name == "matmul"
-                and all(len(x.shape) == 2 for x in g.node.inputs)]
+                and g.dtype in _JOINABLE and all(len(x.shape) == 2 for x in g.node.inputs)]
     if len(products) > 1:
         out = [g for g in out if not any(g is p for p in products)]
         products.reverse()      # contributions arrive last step first: join in forward order

@@ -73,3 +73,17 @@ def test_slices_of_one_array_that_leave_gaps_or_overlap_sum_correctly():
                             np.s_[1:8, 1:3]]):
         want[sl] += (k + 1) * c[sl]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_float16_pieces_are_summed_without_a_join():
+    r = np.random.default_rng(4)
+    xs = r.standard_normal((3, 4, 5)).astype(np.float16)
+    w = (r.standard_normal((5, 6)) * 0.5).astype(np.float16)
+    v = r.standard_normal((3, 6)).astype(np.float16)
+    def fn(xs, w, v):       # (sum has no float16: the loss is summed in float32)
+        return sum((ops.tanh(xs[t] @ w) * v[t]).astype(np.float32).sum() for t in range(3))
+
+    _, (dxs, dw, dv) = pypto.value_and_grad(fn, argnums=(0, 1, 2))(xs, w, v)
+    assert dxs.dtype == dw.dtype == dv.dtype == np.float16
+    for got, ref in zip((dxs, dw, dv), _want(xs, w, v)):
+        np.testing.assert_allclose(got.astype(np.float64), ref, rtol=3e-2, atol=3e-2)
