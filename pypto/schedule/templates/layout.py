@@ -132,6 +132,10 @@ def _concat(built, dims, lanes):
             ds += [D("split", "out", st, var=inner, outer=f"{base}_o", inner=f"{base}_v",
                      factor=_pow2_at_most(ext, lanes), tail="guard_with_if"),
                    D("vectorize", "out", st, var=f"{base}_v")]
+        elif not any(d.stage == st for d in ds):
+            # A short block copied as it is, said so (Halide warns about an update left
+            # unscheduled beside scheduled ones).
+            ds.append(D("serial", "out", st, var=r))
     return ds
 
 
