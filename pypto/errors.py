@@ -44,6 +44,11 @@ class ScheduleError(PyptoError, ValueError):
     """A schedule is invalid for an op: an unknown name, a bad factor, or a directive Halide refused."""
 
 
+class ScheduleTooLongError(ScheduleError):
+    """A schedule has more directives than one schedule may hold (``LIMITS["directives"]``).
+    A traced program's default meets it by being cut into smaller pipelines."""
+
+
 class StaleScheduleError(ScheduleError):
     """A schedule was recorded for another version of an op's algorithm (fingerprint mismatch)."""
 

@@ -50,27 +50,6 @@ def _arg_names(node: T.Node) -> list[str]:
     return ["x"]
 
 
-class _SliceGrad:
-    """A slice's gradient not yet scattered: ``dy`` belongs at ``starts``/``steps`` of an array
-    of ``shape``. Kept apart so that the pieces of one array (``xs[t]`` for every step of a
-    loop) join as one concat, not a sum of zero-padded copies, one per piece."""
-
-    def __init__(self, dy: T.Tensor, shape, starts, steps):
-        self.dy, self.shape, self.starts, self.steps = dy, tuple(shape), starts, steps
-
-    def axis(self):
-        """The one axis this slice cuts with step 1 (None where it is not that simple)."""
-        cut = [a for a, (n, st, sp, m) in enumerate(zip(self.shape, self.starts, self.steps,
-                                                        self.dy.shape))
-               if not (st == 0 and sp == 1 and m == n)]
-        if len(cut) != 1 or self.steps[cut[0]] != 1:
-            return None
-        return cut[0]
-
-    def scattered(self) -> T.Tensor:
-        return shapes.unslice(self.dy, self.shape, self.starts, self.steps)
-
-
 #: The dtypes whose pieces are joined (``concat`` has no float16: those are summed as they are).
 _JOINABLE = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -86,9 +65,9 @@ def _sum(parts: list) -> T.Tensor:
     from .. import ops
 
     out: list[T.Tensor] = []
-    by_axis: dict[int, list[_SliceGrad]] = {}
+    by_axis: dict[int, list[shapes.Unsliced]] = {}
     for p in parts:
-        if isinstance(p, _SliceGrad):
+        if isinstance(p, shapes.Unsliced):
             ax = p.axis() if p.dy.dtype in _JOINABLE else None
             if ax is None:
                 out.append(p.scattered())
@@ -98,7 +77,7 @@ def _sum(parts: list) -> T.Tensor:
             out.append(p)
     for ax, group in by_axis.items():
         group.sort(key=lambda p: p.starts[ax])
-        run: list[_SliceGrad] = []
+        run: list[shapes.Unsliced] = []
 
         def flush():
             if not run:
@@ -163,7 +142,7 @@ class _Walk:
             return
         if g is None:
             return
-        if isinstance(g, _SliceGrad):
+        if isinstance(g, shapes.Unsliced):
             if g.dy.dtype != t.dtype:
                 g.dy = g.dy.astype(t.dtype)
         elif g.dtype != t.dtype:
@@ -176,7 +155,7 @@ class _Walk:
         parts = self.grads.get(k)
         if not parts:
             return None
-        if len(parts) == 1 and not isinstance(parts[0], _SliceGrad):
+        if len(parts) == 1 and not isinstance(parts[0], shapes.Unsliced):
             return parts[0]
         total = _sum(parts)
         self.grads[k] = [total]
@@ -254,9 +233,6 @@ class _Walk:
                     dims=dict(node.dims), live=tuple(live))
         if fn is not None:
             got = fn.apply_op(call, node, live)
-        elif name == "view:slice" and entry is RULES.get(name):
-            _, starts, steps = node.aux
-            got = [_SliceGrad(dys[0], node.inputs[0].shape, starts, steps)]
         else:
             got = entry(call)
         for i in live:

@@ -127,6 +127,28 @@ def unslice(dy: T.Tensor, in_shape, starts, steps) -> T.Tensor:
     return out
 
 
+class Unsliced:
+    """A slice's gradient not yet scattered (what the slice rule returns): ``dy`` belongs at
+    ``starts``/``steps`` of an array of ``shape``. The backward keeps it apart until the array's
+    gradient is read, so that the pieces of one array (``xs[t]`` for every step of a loop) join
+    as one concat, not a sum of zero-padded copies, one per piece (``core._sum``)."""
+
+    def __init__(self, dy: T.Tensor, shape, starts, steps):
+        self.dy, self.shape, self.starts, self.steps = dy, tuple(shape), starts, steps
+
+    def axis(self):
+        """The one axis this slice cuts with step 1 (None where it is not that simple)."""
+        cut = [a for a, (n, st, sp, m) in enumerate(zip(self.shape, self.starts, self.steps,
+                                                        self.dy.shape))
+               if not (st == 0 and sp == 1 and m == n)]
+        if len(cut) != 1 or self.steps[cut[0]] != 1:
+            return None
+        return cut[0]
+
+    def scattered(self) -> T.Tensor:
+        return unslice(self.dy, self.shape, self.starts, self.steps)
+
+
 def expand_rows(v: T.Tensor, r: int) -> T.Tensor:
     """An [O] vector as [O, R], each value repeated along the row."""
     return v.reshape(v.shape[0], 1).broadcast_to((v.shape[0], r))

@@ -25,7 +25,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import GraphBreakError, PyptoError, ScheduleError, TraceError
+from ..errors import (GraphBreakError, PyptoError, ScheduleError, ScheduleTooLongError,
+                      TraceError)
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
 
@@ -295,7 +296,7 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
         try:
             return compile_built(b, sched, target, source=src, fp=fp, persist=True)
         except (ScheduleError, CompileError) as e:
-            if src == "given" or "directives exceed" in str(e):
+            if src == "given" or isinstance(e, ScheduleTooLongError):
                 # Too long a schedule: the caller cuts the program into smaller pipelines
                 # rather than fall back to the safe default (12 LSTM steps ran 30x slower so).
                 raise
@@ -375,7 +376,7 @@ class _Recorder:
         except ScheduleError as e:
             # Ops whose schedules are long (a backward's anchors) can pass the op budget and
             # still exceed the directives one schedule may hold: cut at half as many ops.
-            if "directives exceed" not in str(e) or len(ops) < 2:
+            if not isinstance(e, ScheduleTooLongError) or len(ops) < 2:
                 raise
             return self.run_segment(ctx, wanted, max(1, len(ops) // 2))
         refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]

@@ -13,7 +13,7 @@ from typing import Any
 
 import halide as hl
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, ScheduleTooLongError
 from .directives import FUNC_LEVEL, LIMITS, Directive, unrolled_extent
 from .schedule import Schedule
 
@@ -450,8 +450,8 @@ class Applier:
 def apply_schedule(built, schedule: Schedule) -> list[str]:
     """Applies ``schedule`` to ``built`` in place; returns the equivalent Halide Python lines."""
     if len(schedule.directives) > LIMITS["directives"]:
-        raise ScheduleError(f"op {built.op.name!r}: {len(schedule.directives)} directives exceed "
-                            f"the limit of {LIMITS['directives']}")
+        raise ScheduleTooLongError(f"op {built.op.name!r}: {len(schedule.directives)} directives "
+                                   f"exceed the limit of {LIMITS['directives']}")
     applier = Applier(built, built.op.name)
     for i, d in enumerate(schedule.directives):
         if d.op in FUNC_LEVEL and d.func in applier.images and d.op != "wrap":

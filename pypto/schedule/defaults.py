@@ -94,8 +94,8 @@ def output_directives(name: str, args, dims, lanes: int, stage: int = 0) -> list
     vec = _pow2_at_most(n0, lanes) if n0 >= 4 else 1
     flat = all((_extent(dims, a) or 2) == 1 for a in args[1:])
     if len(args) == 1 or flat:
-        # A 1-D output, or one whose outer dims are all 1 (a [1, N] row: a concat of rows
-        # flattened so): blocks of the one long dim are the tasks.
+        # A 1-D output, or one whose outer dims are all 1 (a [1, N] row, as a program's
+        # reshapes often leave one): blocks of the one long dim are the tasks.
         if n0 >= 2 * MIN_TASK_ELEMS:
             block = MIN_TASK_ELEMS
             out.append(D("split", name, stage, var=inner, outer=f"{inner}o", inner=f"{inner}i",

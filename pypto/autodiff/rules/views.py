@@ -38,7 +38,7 @@ def _broadcast(c):
 @rule("view:slice")
 def _slice(c):
     _, starts, steps = c.params["aux"]
-    return [shapes.unslice(c.dy, c.inputs[0].shape, starts, steps)]
+    return [shapes.Unsliced(c.dy, c.inputs[0].shape, starts, steps)]
 
 
 @rule("cast")
