@@ -319,6 +319,10 @@ _as_tensor: Any = None   # array -> a Tensor of the active trace (an input of th
 #: whose schedule reads the rows in place (a reduction over leading axes; see ops.reduce).
 _leading_reduce: Any = None
 
+#: Set by the frontend: ``join_many(arrays, axis)``, a concat of many NumPy arrays in one pass
+#: (a one-op program; the kernel joins two at a time).
+_join_many: Any = None
+
 
 #: Set while ``pypto.check_graph`` runs (by the frontend): public op calls then go through
 #: ``checked_call``, which records an op's error and gives a placeholder so checking goes on.

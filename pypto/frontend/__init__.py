@@ -22,9 +22,11 @@ _runtime._as_tensor = as_tensor
 _runtime.checked_call = checked_call
 
 from . import serial as _serial  # noqa: E402,F401  (registers the program loader of the database)
+from .jit import join_many as _join_many  # noqa: E402
 from .jit import leading_reduce as _leading_reduce  # noqa: E402
 
 _runtime._leading_reduce = _leading_reduce
+_runtime._join_many = _join_many
 
 __all__ = ["CompositeOp", "GraphReport", "JitFunction", "Tensor", "check_graph", "cond", "fuse",
            "jit", "register_op", "spec", "stats", "target_specific", "tune"]

@@ -17,11 +17,12 @@ not seen before traces again from the start (and counts toward ``recompile_limit
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -898,3 +899,35 @@ def leading_reduce(op, x: np.ndarray, params: dict) -> np.ndarray:
         reduce_rows.__name__ = f"{op.name}_over_rows"
         fn = _leading[key] = JitFunction(reduce_rows, name=reduce_rows.__name__)
     return fn(x)
+
+
+
+_joins: "collections.OrderedDict[tuple, JitFunction]" = collections.OrderedDict()
+_JOINS_KEPT = 128
+
+
+def join_many(arrays: Sequence[np.ndarray], axis: int) -> np.ndarray:
+    """``concat(arrays, axis)`` of three or more NumPy arrays (called by the concat and stack
+    frontends): a one-op program, lowered as one Func with a block copy per array. The kernel
+    joins two arrays at a time, so a tree of them passes over the data log2(n) times: 32 arrays
+    of 64x2048 took 35 ms that way, NumPy 2.3. One traced function per signature (the most
+    recently used are kept), so no signature counts against another's recompile limit."""
+    from ..ops.layout import join_tree
+
+    key = (axis, tuple((a.shape, a.dtype.str) for a in arrays))
+    with _join_lock:
+        fn = _joins.get(key)
+        if fn is None:
+            def join(*xs):
+                return join_tree(list(xs), axis)
+
+            join.__name__ = f"concat_{len(arrays)}"
+            fn = _joins[key] = JitFunction(join, name=join.__name__)
+            while len(_joins) > _JOINS_KEPT:
+                _joins.popitem(last=False)
+        else:
+            _joins.move_to_end(key)
+    return fn(*arrays)
+
+
+_join_lock = threading.Lock()

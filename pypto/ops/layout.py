@@ -156,6 +156,19 @@ def _ref_oai(fn):
 
 # -- concat and stack ----------------------------------------------------------------------------
 
+#: Joins of three or more NumPy arrays with at least this many elements in all run as one-op
+#: programs (one pass over the data; below it the kernels' tree costs less than a program call).
+_JOIN_MIN = 1 << 15
+
+
+def _many(the_op, arrs) -> bool:
+    """True when this public call of ``the_op`` joins its arrays in one program pass."""
+    if len(arrs) < 3 or _rt._join_many is None or not _eager(the_op, arrs[0]):
+        return False
+    return (all(type(a) is np.ndarray for a in arrs)
+            and sum(a.size for a in arrs) >= _JOIN_MIN)
+
+
 def _concat_frontend(arrays, axis=0):
     """Joins arrays along an existing axis (``np.concatenate``; ``axis=None`` flattens them)."""
     name = "concat"
@@ -171,6 +184,14 @@ def _concat_frontend(arrays, axis=0):
         if a.shape[:ax] + a.shape[ax + 1:] != arrs[0].shape[:ax] + arrs[0].shape[ax + 1:]:
             raise ShapeError(f"concat: arrays[{i}] has shape {a.shape} but arrays[0] has "
                              f"{arrs[0].shape}; all axes but axis {ax} must match")
+    if _many(concat, arrs):
+        return _rt._join_many(arrs, ax)
+    return join_tree(arrs, ax)
+
+
+def join_tree(arrs, ax: int):
+    """``arrs`` (same rank, agreeing but on axis ``ax``) joined by the concat kernel, two at a time
+    (in a traced program the tree is lowered as one join)."""
     lead, tail = arrs[0].shape[:ax], arrs[0].shape[ax + 1:]
     o, inner = math.prod(lead), math.prod(tail)
     flat = [a.reshape(o, a.shape[ax] * inner) for a in arrs]
@@ -210,6 +231,8 @@ def _stack_frontend(arrays, axis=0):
             raise ShapeError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has {shape};"
                              " all must have the same shape")
     ax = _axis(name, axis, len(shape) + 1)
+    if _many(stack, arrs):
+        return _rt._join_many([a.reshape(shape[:ax] + (1,) + shape[ax:]) for a in arrs], ax)
     o, inner = math.prod(shape[:ax]), math.prod(shape[ax:])
     flat = [a.reshape(o, inner) for a in arrs]
     if len(flat) == 1:                  # a copy with the new axis
