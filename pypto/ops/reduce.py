@@ -78,7 +78,10 @@ def _reduce_call(the_op, x, axis, keepdims, single=False, **params):
     o = math.prod([x.shape[i] for i in kept])
     r = math.prod([x.shape[i] for i in axes])
     order = kept + list(axes)
-    if (not single and axes == tuple(range(len(axes))) and kept and o >= 8 and r >= 64
+    # argmax/argmin of a 64-bit input keep two reductions per row (see _arg_extreme): the
+    # column schedule wants one.
+    one_value = not single or x.dtype.itemsize == 4
+    if (one_value and axes == tuple(range(len(axes))) and kept and o >= 8 and r >= 64
             and o * r >= _LEADING_MIN and _runtime._leading_reduce is not None
             and x.flags.c_contiguous and not _runtime.traced((x,))):
         # Leading axes (``x.sum(axis=0)``): the [O, R] kernel would read a transposed view
@@ -88,7 +91,8 @@ def _reduce_call(the_op, x, axis, keepdims, single=False, **params):
     else:
         moved = np.transpose(x, order) if x.ndim and order != list(range(x.ndim)) else x
         flat = moved.reshape(o, r)
-        res = _arg_blocks(the_op, flat) if single else the_op.kernel(flat, **params)
+        res = (_arg_blocks(the_op, flat) if single and x.dtype.itemsize == 8
+               else the_op.kernel(flat, **params))
     if keepdims:
         shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
     else:
@@ -104,7 +108,8 @@ _ARG_BLOCK = 1 << 14
 
 
 def _arg_blocks(the_op, flat: np.ndarray) -> np.ndarray:
-    """argmax/argmin of [O, R]; one long row is cut into blocks searched as rows of their own.
+    """argmax/argmin of float64 [O, R]; one long row is cut into blocks searched as rows of their
+    own (a 32-bit input's single reduction is split into parallel chunks by its schedule).
 
     Each block's answer is its first extreme element (its first NaN, if any); the answer for the
     row is the first extreme among those candidates, in block order, so it is the same index.
@@ -444,33 +449,72 @@ def min_(x, *, dims):
     return out
 
 
+def _arg_key(v, largest: bool):
+    """An int32 ordered like the 32-bit ``v``: -0.0 and 0.0 share the key 0, and a NaN of either
+    sign gets the key that wins (the largest for argmax, the smallest for argmin). Integer ``v``
+    is its own key. The sign-magnitude bits become two's complement (negate the magnitude of a
+    negative), which is what makes the zeros equal."""
+    t = v.type()
+    if not t.is_float():
+        return v
+    it = hl.Int(32)
+    bits = hl.reinterpret(it, v)
+    mag = bits & _magnitude_mask(t)
+    neg = bits >> 31                                   # -1 for a negative float, else 0
+    key = (mag ^ neg) - neg
+    return hl.select(mag > _inf_bits(t), it.max() if largest else it.min(), key)
+
+
+#: The low half of an argmax pair counts down from this (see :func:`_arg_pair`).
+_LOW = 0xFFFFFFFF
+
+
+def _arg_pair(x, dims, largest: bool):
+    """First index of the extreme of each row of a 32-bit input, in one pass: each element is the
+    int64 ``key << 32 | low`` (:func:`_arg_key`), ``low`` being the index for argmin and
+    ``2**32 - 1 - index`` for argmax, so the largest (smallest) pair is the extreme key at its
+    first index. One plain integer max/min per row: it vectorizes and ``rfactor``-s in any order
+    (lanes, chunks, GPU threads, the column schedule of a reduction over leading axes), where a
+    (value, index) tuple would need its partials merged in index order."""
+    o, k = hl.Var("o"), _rdom(dims)
+    i64 = hl.Int(64)
+    high = hl.cast(i64, _arg_key(x[k, o], largest)) << 32
+    low = hl.i64(_LOW) - hl.cast(i64, k) if largest else hl.cast(i64, k)
+    best = hl.Func("best")
+    best[o] = i64.min() if largest else i64.max()
+    best[o] = hl.max(best[o], high | low) if largest else hl.min(best[o], high | low)
+    out = hl.Func("out")
+    low_of = best[o] & hl.i64(_LOW)
+    out[o] = hl.i64(_LOW) - low_of if largest else low_of
+    return out
+
+
 def _arg_extreme(x, dims, largest: bool):
-    """First index of the extreme of each row: one pass finds the extreme (:func:`_extreme`), a
-    second one the first index holding it (-0.0 equals 0.0), or the first NaN in a row holding
-    one. (Both passes are plain row reductions, the shape GPU row-reduction schedules take; one
-    pass keeping an index per vector lane needs a merge in index order that Halide's ``rfactor``
-    does not express.)"""
+    """First index of the extreme of each row. 32-bit inputs: one pass (:func:`_arg_pair`).
+    float64: one pass finds the extreme (:func:`_extreme`), a second one the first index holding
+    it (-0.0 equals 0.0), or the first NaN in a row holding one. (Both are plain row reductions,
+    the shape GPU row-reduction schedules take; one pass keeping an index per vector lane needs a
+    merge in index order that Halide's ``rfactor`` does not express.)"""
     t = x.type()
+    if t.bits() == 32:
+        return _arg_pair(x, dims, largest)
     best = _extreme(x, dims, "best", largest)
     o, k = hl.Var("o"), _rdom(dims)
     v = x[k, o]
-    if t.is_float():
-        # Per row, on the bits (a float comparison with a NaN is not safe: the compiler may fold
-        # one it assumes has no NaN operand): the pattern sought, under a mask that drops the
-        # sign when the extreme is a zero (-0.0 equals 0.0), and the magnitude above which an
-        # element counts (a NaN's in a row holding one, else none). In a row holding a NaN the
-        # pattern sought is itself a NaN's. No per-element select: one packs masks bytewise.
-        it = hl.Int(t.bits())
-        nan = _has_nan(best, o, t)
-        m = hl.Expr(best[o][0])
-        m_bits = hl.reinterpret(it, m)
-        sign_free = _magnitude(m) == hl.cast(it, 0)
-        mask = hl.select(sign_free & hl.logical_not(nan), _magnitude_mask(t), hl.cast(it, -1))
-        sought = hl.select(nan, _magnitude_mask(t), m_bits & mask)
-        limit = hl.select(nan, _inf_bits(t), it.max())
-        hit = ((hl.reinterpret(it, v) & mask) == sought) | (_magnitude(v) > limit)
-    else:
-        hit = v == best[o]
+    # Per row, on the bits (a float comparison with a NaN is not safe: the compiler may fold one
+    # it assumes has no NaN operand): the pattern sought, under a mask that drops the sign when
+    # the extreme is a zero (-0.0 equals 0.0), and the magnitude above which an element counts
+    # (a NaN's in a row holding one, else none). In a row holding a NaN the pattern sought is
+    # itself a NaN's. No per-element select: one packs masks bytewise.
+    it = hl.Int(t.bits())
+    nan = _has_nan(best, o, t)
+    m = hl.Expr(best[o][0])
+    m_bits = hl.reinterpret(it, m)
+    sign_free = _magnitude(m) == hl.cast(it, 0)
+    mask = hl.select(sign_free & hl.logical_not(nan), _magnitude_mask(t), hl.cast(it, -1))
+    sought = hl.select(nan, _magnitude_mask(t), m_bits & mask)
+    limit = hl.select(nan, _inf_bits(t), it.max())
+    hit = ((hl.reinterpret(it, v) & mask) == sought) | (_magnitude(v) > limit)
     first = hl.Func("first")
     first[o] = hl.cast(hl.Int(32), dims.R)
     first[o] = hl.min(first[o], hl.select(hit, k, dims.R))

@@ -4,8 +4,10 @@ the fast paths treat apart: NaN of either sign, infinities, signed zeros, ties.
 The forms (``pypto.schedule.templates.reduce``): few long rows (chunks reduced in parallel),
 rows of at least two vectors (one row at a time, vector lanes along it), short rows (vectorized
 across rows); argmax/argmin of one long row also go through blocks of the row
-(``reduce._arg_blocks``). argmax/argmin find the extreme as a float max plus a NaN flag and
-then the first index on the bits, so each special value is checked in each position.
+(``reduce._arg_blocks``, float64). argmax/argmin of 32-bit inputs reduce one int64 per element
+(an ordered key of the value above the index); of float64 they find the extreme as a float max
+plus a NaN flag and then the first index on the bits; each special value is checked in each
+position.
 """
 
 from __future__ import annotations
@@ -139,3 +141,50 @@ def test_task_rows_makes_big_tasks_while_there_are_several():
         assert 1 <= rows <= n_o
         assert rows * r >= min(MIN_TASK_ELEMS, n_o * r)
         assert rows * r <= max(TASK_ELEMS, r)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_leading_axis_arg_extremes_run_as_programs(name, dtype):
+    """argmax/argmin over axis 0 of a 32-bit input run as one-op programs (one int64 reduction,
+    which the column schedule reads row by row: 4096x1024 took ~72 ms on the transposed view);
+    ties, signed zeros and NaNs of either sign give NumPy's first index."""
+    from pypto.frontend.jit import GLOBAL
+
+    if dtype == "float32":
+        x = np.ascontiguousarray(_rows_with_specials((64, 4096), dtype, seed=5).T)
+    else:
+        x = np.random.default_rng(5).integers(-3, 4, (4096, 64)).astype(dtype)
+        x[4000, 7] = np.iinfo(np.int32).max
+        x[17, 9] = np.iinfo(np.int32).min
+    before = GLOBAL.segments_run
+    got = getattr(P, name)(x, axis=0)
+    assert GLOBAL.segments_run == before + 1
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, _numpy(name, x.T))
+    x3 = np.ascontiguousarray(x.reshape(64, 64, 64))
+    np.testing.assert_array_equal(getattr(P, name)(x3, axis=0, keepdims=True),
+                                  getattr(np, name)(x3, axis=0, keepdims=True))
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_extremes_of_long_rows_at_every_chunk_boundary(name):
+    """One long 32-bit row is split into parallel chunks by its schedule (no block search): the
+    first of equal extremes wins across chunk and lane boundaries, a NaN wins from anywhere."""
+    from pypto.schedule.templates.reduce import CHUNK
+
+    n = 4 * CHUNK + 37
+    x = np.zeros(n, np.float32)
+    best = 7.0 if name == "argmax" else -7.0
+    x[[CHUNK + 1, 2 * CHUNK, 3 * CHUNK - 1, n - 1]] = best
+    assert getattr(P, name)(x) == CHUNK + 1
+    x[CHUNK + 1] = 0.0
+    assert getattr(P, name)(x) == 2 * CHUNK
+    x[n - 1] = -np.nan
+    assert getattr(P, name)(x) == n - 1
+    x[2 * CHUNK + 5] = np.nan
+    assert getattr(P, name)(x) == 2 * CHUNK + 5
+    y = np.full((2, n), -0.0, np.float32)
+    y[:, 0] = 0.0
+    y[1, :3] = -0.0
+    np.testing.assert_array_equal(getattr(P, name)(y, axis=1), [0, 0])
