@@ -95,10 +95,66 @@ def _pow_core(x, y):
     return hl.select((y == _ew._k(x, 0.0)) | (x == one), one, res)  # x**0 = 1**y = 1, even NaN
 
 
+def _pow_specials(x, y, mag):
+    """np.power from ``mag`` = |x|**y (right for finite nonzero |x| and finite y): the sign of
+    an odd power and the IEEE (C99 pow) special cases, all in x's type."""
+    one, zero = _ew._k(x, 1.0), _ew._k(x, 0.0)
+    ax = hl.abs(x)
+    y_finite = _ew._is_finite(y)
+    y_int = y_finite & (hl.floor(y) == y)
+    half = y * _ew._k(x, 0.5)
+    big = 2.0 ** (53 if x.type().bits() == 64 else 24)   # beyond this every float is even
+    y_odd = y_int & (hl.abs(y) < _ew._k(x, big)) & (hl.floor(half) != half)
+    neg_y = y < zero
+    mag = hl.select(ax == zero, hl.select(neg_y, _ew._inf(x), zero), mag)      # 0**y
+    mag = hl.select(_ew._is_inf(x), hl.select(neg_y, zero, _ew._inf(x)), mag)  # inf**y
+    res = _ew._flipsign(mag, hl.select(y_odd, x, one))             # (-x)**odd = -(x**odd)
+    neg_base = (x < zero) & _ew._is_finite(x)
+    res = hl.select(neg_base & y_finite & hl.logical_not(y_int), _ew._nan(x), res)
+    res = hl.select(_ew._is_nan(x) | _ew._is_nan(y), _ew._nan(x), res)
+    res = hl.select((ax == one) & _ew._is_inf(y), one, res)          # (+-1)**(+-inf) = 1
+    return hl.select((y == zero) | (x == one), one, res)  # x**0 = 1**y = 1, even NaN
+
+
+#: Terms of 2 atanh(s) / (s ln 2) in s**2 (|s| <= 0.1716): relative error below 2**-39.
+_POW32_LOG_TERMS = 7
+#: Taylor degree of 2**r on |r| <= 1/2: error below 2**-37.
+_POW32_EXP_DEG = 9
+
+
+def _pow32(x, y):
+    """float32 x**y: |x|**y = 2**(y log2|x|) in float64, rounded once to float32.
+
+    float64 leaves room for short polynomials: log2 to a relative 2**-39, so that y log2|x|
+    (|y log2|x|| <= 160 where the result is finite and nonzero) is within 2**-31 and the
+    float64 power within 2**-31 relative, far below float32's half ulp (2**-24). Every float32
+    (subnormals too) is a normal float64, and 2**k for the k met here is one normal float64.
+    """
+    x = _ew._let("pow_base", x)
+    y = _ew._let("pow_exponent", y)
+    f64 = hl.Float(64)
+    ax = hl.cast(f64, hl.abs(x))
+    bits = hl.reinterpret(hl.Int(64), ax)
+    e = hl.cast(hl.Int(32), bits >> 52) - 1023
+    m = hl.reinterpret(f64, (bits & ((1 << 52) - 1)) | (1023 << 52))   # ax = 2**e * m, m in [1, 2)
+    high = m > hl.f64(math.sqrt(2.0))
+    f = hl.select(high, m * hl.f64(0.5), m) - hl.f64(1.0)
+    s = _ew._let("pow_s", f / (f + hl.f64(2.0)))                 # log(1 + f) = 2 atanh(s)
+    inv_ln2 = 1.0 / math.log(2.0)
+    lg = s * _ew._horner(s * s, [2.0 * inv_ln2 / (2 * i + 1) for i in range(_POW32_LOG_TERMS)])
+    log2x = hl.cast(f64, e + hl.select(high, 1, 0)) + lg
+    t = _ew._let("pow_t", _ew._clamp(hl.cast(f64, y) * log2x, -160.0, 160.0))
+    k = hl.floor(t + hl.f64(0.5))
+    ln2 = math.log(2.0)
+    p = _ew._horner(t - k, [ln2 ** i / math.factorial(i) for i in range(_POW32_EXP_DEG + 1)])
+    mag = hl.cast(hl.Float(32), p * _ew._pow2(hl.cast(hl.Int(32), k), p))
+    return _pow_specials(x, y, mag)
+
+
 def _pow(a, b):
-    """float32 is computed in float64 and rounded once."""
+    """float32 through float64 (rounded once), float64 as it is."""
     if a.type().bits() == 32:
-        return hl.cast(hl.Float(32), _pow_core(hl.cast(hl.Float(64), a), hl.cast(hl.Float(64), b)))
+        return _pow32(a, b)
     return _pow_core(a, b)
 
 
