@@ -410,8 +410,9 @@ def pad(x, *, before, after, mode, value, dims):
 
 # -- tile, repeat, flip, roll --------------------------------------------------------------------
 
-#: tile's kernel finds the source index by comparisons up to this many copies, by t % A above.
-_SELECTS = 8
+#: tile's kernel makes one block copy per copy up to this many copies (Halide cannot see that
+#: the copies of one update over a 2-D domain write apart, and refuses to vectorize it).
+_BLOCKS = 8
 
 
 def _reps(name, reps, ndim):
@@ -451,22 +452,20 @@ def _tile_frontend(x, reps):
     kernel_reference=lambda x, reps=1: np.tile(x, (1, reps, 1)), frontend=_tile_frontend,
     derive=lambda d, p: {"T": d["A"] * p["reps"]}, example=_OAI)
 def tile(x, *, reps, dims):
-    """The middle axis of [O, A, I] repeated as a whole: out[:, t] = x[:, t % A].
+    """The middle axis of [O, A, I] repeated as a whole: out[:, k * A + a] = x[:, a].
 
-    t % A is a division by a value known only at run time, which vector units do not have: for
-    up to :data:`_SELECTS` copies the source index is found by comparisons instead (one per
-    copy boundary, each a cheap vector operation)."""
+    Up to :data:`_BLOCKS` copies, one block copy (update) per copy k: each reads and writes a run
+    of A (times I) elements in order. Above, the source index t % A (a division per element,
+    and an index vector, which Halide reads as a gather)."""
     i, t, o = hl.Var("i"), hl.Var("t"), hl.Var("o")
-    n = dims.A
-    if reps <= _SELECTS:
-        src = t
-        for k in range(1, reps):
-            src = hl.select(t >= k * n, t - k * n, src)
-        src = hl.clamp(src, 0, n - 1)     # a no-op that tells bounds inference the range
-    else:
-        src = t % n
     out = hl.Func("out")
-    out[i, t, o] = x[i, src, o]
+    if reps > _BLOCKS:
+        out[i, t, o] = x[i, t % dims.A, o]
+        return out
+    out[i, t, o] = hl.undef(x.type())
+    for k in range(reps):
+        r = hl.RDom([hl.Range(0, dims.A)], f"r{k}")
+        out[i, r.x + k * dims.A, o] = x[i, r.x, o]
     return out
 
 
@@ -587,19 +586,29 @@ def _roll_frontend(x, shift, axis=None):
     return outs[0] if outs is not None else x.reshape(shape)
 
 
+def _roll_validate(d, p):
+    if p["shift"] >= d["A"]:
+        raise ParamError(f"roll: the kernel's 'shift' must be in [0, {d['A']}) for an axis of "
+                         f"{d['A']}, got {p['shift']} (the public call reduces it modulo the axis)")
+
+
 @op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
     params=[Param("shift", int, 0, low=0, high=_BIG, doc="positions to roll, in [0, A)")],
     reference=lambda x, shift, axis=None: np.roll(x, shift, axis),
     kernel_reference=lambda x, shift=0: np.roll(x, shift, axis=1), frontend=_roll_frontend,
-    example=_OAI)
+    validate=_roll_validate, example=_OAI)
 def roll(x, *, shift, dims):
     """The middle axis of [O, A, I] rolled: out[:, a] = x[:, (a - shift) mod A].
 
-    shift is in [0, A), so a - shift is in [-A, A): one comparison finds the source index (a
-    modulo by the run-time A would be a division per element)."""
+    Two block copies (updates): x[:, :A - shift] to out[:, shift:], then x[:, A - shift:] to
+    out[:, :shift] (none for shift 0). Each reads and writes runs in order; a source index found
+    per element would be an index vector, which Halide reads as a gather."""
     i, a, o = hl.Var("i"), hl.Var("a"), hl.Var("o")
-    q = a - shift
-    src = hl.clamp(hl.select(q < 0, q + dims.A, q), 0, dims.A - 1)
     out = hl.Func("out")
-    out[i, a, o] = x[i, src, o]
+    out[i, a, o] = hl.undef(x.type())
+    body = hl.RDom([hl.Range(0, dims.A - shift)], "rb")
+    out[i, body.x + shift, o] = x[i, body.x, o]
+    if shift:
+        wrap = hl.RDom([hl.Range(0, shift)], "rw")
+        out[i, wrap.x, o] = x[i, wrap.x + dims.A - shift, o]
     return out

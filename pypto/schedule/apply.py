@@ -388,6 +388,32 @@ class Applier:
         self._target(d).prefetch(obj, at, frm, d.get("offset", 1), strategy)
         self._say(d, f"prefetch({src}, {d.get('at')}, {d.get('from')}, {d.get('offset', 1)})")
 
+    def _do_specialize(self, i, d):
+        """The stage again, for the case where dim ``unit_stride`` of the buffers it touches has
+        stride 1. A stage that touches no buffer with that dim (a Func inside a program) is left
+        as it is: the specialization could change nothing there."""
+        self._stage(i, d)
+        k = d.get("unit_stride")
+        info = self.built.funcs.get(d.func)
+        if info is None:
+            return
+        bufs: list[tuple[str, Any]] = []
+        if info.is_output:
+            outs = self.funcs[d.func].output_buffers()
+            bufs += [(f"{d.func}.output_buffers()[{j}]" if len(outs) > 1 else
+                      f"{d.func}.output_buffer()", b) for j, b in enumerate(outs)]
+        bufs += [(name, im) for name, im in self.images.items()
+                 if name in info.calls or f"{name}_im" in info.calls]
+        bufs = [(name, b) for name, b in bufs if b.dimensions() > k]
+        if not bufs:
+            return
+        cond = bufs[0][1].dim(k).stride() == 1
+        for _, b in bufs[1:]:
+            cond = cond & (b.dim(k).stride() == 1)
+        self._target(d).specialize(cond)
+        text = " & ".join(f"({name}.dim({k}).stride() == 1)" for name, _ in bufs)
+        self._say(d, f"specialize({text})")
+
     def _do_wrap(self, i, d):
         src = d.func
         if src not in self.images and src not in self.funcs:

@@ -13,6 +13,10 @@ Differences from Halide's vocabulary, listed once:
 - ``async`` is spelled ``async`` in files (``async_`` in Python, where ``async`` is a keyword).
 - ``rfactor`` names the intermediate Func it creates (``intm``), so later directives can schedule it.
 - ``wrap`` is Halide's ``f.in_(g)``: a staging copy of ``func`` used by ``consumer``, named ``as``.
+- ``specialize`` takes no Expr: its condition is always "dim ``unit_stride`` of every buffer the
+  stage touches directly (its own output buffer, the inputs it reads) has stride 1" (dim 0 has it
+  by Halide's default). The stage's schedule up to that point is compiled twice, once knowing the
+  strides (dense vector loads and stores instead of gathers and scatters), so it comes last.
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ GRAMMAR: dict[str, tuple[tuple[str, str], ...]] = {
     "prefetch": (("input", "func"), ("at", "var"), ("from", "var"), ("offset", "int:prefetch_offset?"),
                  ("strategy", "enum:PREFETCH_STRATEGIES?")),
     "wrap": (("consumer", "func"), ("as", "name")),
+    "specialize": (("unit_stride", "int:vars"),),
     "gpu_blocks": (("vars", "vars"),),
     "gpu_threads": (("vars", "vars"),),
     "gpu_lanes": (("var", "var"),),

@@ -27,6 +27,7 @@ def test_every_directive_round_trips_through_json():
         D("atomic", "s", 1), D("async", "f"),
         D("prefetch", "out", input="a", at="y", **{"from": "y"}, offset=2),
         D("wrap", "b", consumer="acc", **{"as": "b_tile"}),
+        D("specialize", "out", 1, unit_stride=1),
         D("gpu_blocks", "out", vars=["y"]), D("gpu_threads", "out", vars=["x"]),
         D("gpu_lanes", "s", 1, var="x"), D("gpu_single_thread", "out"),
         D("gpu_tile", "out", x="x", y="y", bx="bx", by="by", tx="tx", ty="ty", xsize=16, ysize=16),
