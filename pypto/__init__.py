@@ -16,7 +16,8 @@ from .database import add_path as add_schedule_path
 from .database import explain
 from .errors import (CompileError, DatabaseError, DtypeError, ExecutionError, FusionError,
                      GraphBreakError, InputError, NotDifferentiableError, OpDefinitionError,
-                     ParamError, PyptoError, RecompileLimitError, ScheduleError, ShapeError,
+                     ParamError, PerformanceWarning, PyptoError,
+                     RecompileLimitError, ScheduleError, ShapeError,
                      StaleScheduleError, TargetError, TraceError, UnknownOpError)
 from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
                        target_specific, tune)
@@ -29,7 +30,7 @@ from .schedule.schedule import Schedule
 __all__ = [
     "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
     "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
-    "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
+    "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
     "add_schedule_path", "check_graph", "cond", "def_gradient", "explain", "fuse", "get_op",
     "grad", "jit", "list_ops", "memory_policy", "op", "ops", "profile", "register_op", "spec", "target",

@@ -88,3 +88,8 @@ class RecompileLimitError(PyptoError):
 
 class NotDifferentiableError(PyptoError, TypeError):
     """A gradient was asked through an op or argument that has none."""
+
+
+class PerformanceWarning(UserWarning):
+    """Something ran, correctly, but slower than it should: a traced program fell back to its
+    safe default schedule. The message names why and what to do."""

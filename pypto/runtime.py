@@ -437,15 +437,21 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
             pending, pend[0], pend[2] = pend[1], None, True   # offered once, to this op's kernel
     cache = op.__dict__.get("_fast")
     key = None
-    if (cache is not None and pending is None and _targets._current.get() is None
-            and _profiling() is None):
+    if cache is not None and _targets._current.get() is None and _profiling() is None:
         try:
             key = _signature(args, kwargs)
             plan = None if key is None else cache.get(key)
         except TypeError:          # an unhashable parameter value: checked every time
             key = plan = None
         if plan is not None and plan.gen == _jit.generation:
-            outs = plan.outputs(out)
+            if pending is None:
+                outs = plan.outputs(out)
+            else:
+                # The public call's out= offered through its frontend: written in place when it
+                # fits the kernel's outputs exactly (viewed in their shapes), else the checked way.
+                outs = _fitting(pending, plan.specs)
+                if outs is not None and any(o.strides != st for o, st in zip(outs, plan.strides)):
+                    outs = None
             if outs is not None:
                 try:
                     plan.launch([*args, *outs])

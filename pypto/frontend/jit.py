@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import (GraphBreakError, PyptoError, ScheduleError, ScheduleTooLongError,
-                      TraceError)
+from ..errors import (GraphBreakError, PerformanceWarning, PyptoError, ScheduleError,
+                      ScheduleTooLongError, TraceError)
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
 
@@ -82,11 +82,12 @@ class Segment:
         ins = [a.reshape(d) if a.shape != d else a for a, d in zip(arrays, self.doms)]
         try:
             outs = self._launch(ins)
-        except ExecutionError:
+        except ExecutionError as e:
             if self.kernel.source.endswith("safe)"):
                 raise
             # A schedule that compiled but fails at this shape: the safe default, remembered.
             self.kernel = compile_graph_op(self.op, _target_of(self.kernel), safe_only=True)
+            _warn_safe(self.op, e)
             self._launchers.clear()
             outs = self._launch(ins)
         return [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
@@ -295,14 +296,28 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
         if sched is None:
             sched = default_schedule(b, dims, target)
         try:
-            return compile_built(b, sched, target, source=src, fp=fp, persist=True)
+            kernel = compile_built(b, sched, target, source=src, fp=fp, persist=True)
         except (ScheduleError, CompileError) as e:
             if src == "given" or isinstance(e, ScheduleTooLongError):
                 # Too long a schedule: the caller cuts the program into smaller pipelines
                 # rather than fall back to the safe default (12 LSTM steps ran 30x slower so).
                 raise
             last = e
+            continue
+        if last is not None and src.endswith("safe)"):
+            _warn_safe(op, last)
+        return kernel
     raise last
+
+
+def _warn_safe(op, why: Exception) -> None:
+    """Says that a program runs at its safe default (every op's result at root, structural
+    schedules: up to ~30x slower than fused), and why; once per program."""
+    first = str(why).strip().splitlines()[0] if str(why).strip() else type(why).__name__
+    warnings.warn(f"program {op.name}: its fused default schedule could not be applied "
+                  f"({first[:300]}); it runs with the safe default, which can be much slower. "
+                  "Results are correct. Tune it (pypto.tune) or report the message.",
+                  PerformanceWarning, stacklevel=4)
 
 
 # -- the trace tree ---------------------------------------------------------------------------------

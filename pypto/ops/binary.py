@@ -253,6 +253,54 @@ def _as_2d(a: np.ndarray, shape, r: int, c: int) -> np.ndarray:
     return full.reshape(r, c)         # a view when the strides merge, else a dense copy
 
 
+_SPLITS: dict[int, tuple[int, int] | None] = {}
+
+
+def _scalar_split(n: int) -> tuple[int, int] | None:
+    """[r, c] for n elements with a number broadcast along r: c divides n, is at most 4096 (the
+    row is filled per call) and at least MIN_ROW (a vector's work per row); None if none."""
+    got = _SPLITS.get(n, False)
+    if got is not False:
+        return got
+    got = (1, n) if n <= 4096 else None
+    c = 4096
+    while got is None and c >= MIN_ROW:
+        if n % c == 0:
+            got = (n // c, c)
+        c -= 1
+    if len(_SPLITS) > 4096:
+        _SPLITS.clear()
+    _SPLITS[n] = got
+    return got
+
+
+def _with_scalar(name: str, accepted: set, a0, a1):
+    """``op(array, number)`` or ``op(number, array)`` for a C-ordered float array and a Python
+    float or int, NumPy's way (the number takes the array's dtype); None for any other call."""
+    t0, t1 = type(a0), type(a1)
+    if t0 is np.ndarray and (t1 is float or t1 is int):
+        arr, num = a0, a1
+    elif t1 is np.ndarray and (t0 is float or t0 is int):
+        arr, num = a1, a0
+    else:
+        return None
+    if (arr.dtype.kind != "f" or not arr.size or not arr.flags.c_contiguous
+            or type(num) is int and abs(num) > 1 << 53):
+        return None
+    if not accepted:
+        accepted.update(np.dtype(s[-1]) for s in _OPS[name].dtypes)
+    rc = _scalar_split(arr.size) if arr.dtype in accepted else None
+    if rc is None:
+        return None
+    r, c = rc
+    row = np.full(c, num, arr.dtype)
+    rows = row.reshape(1, c) if r == 1 else np.ndarray((r, c), arr.dtype, row,
+                                                       strides=(0, arr.itemsize))
+    x = arr.reshape(r, c)
+    res = _OPS[name].kernel(x, rows) if arr is a0 else _OPS[name].kernel(rows, x)
+    return res.reshape(arr.shape)
+
+
 def _frontend(name: str, arg_names, cond: str | None = None):
     """The public call: NumPy dtypes for Python scalars, broadcasting, the [R, C] kernel."""
     sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -261,6 +309,13 @@ def _frontend(name: str, arg_names, cond: str | None = None):
     accepted: set = set()   # np.dtype objects of the op's signatures, filled on the first call
 
     def call(*args, **kwargs):
+        if cond is None and not kwargs and len(args) == 2 == len(arg_names):
+            # An array and a Python number (x * 2.0): the number as one dense row read again for
+            # every row (a stride-0 outer axis), not a full-size array (the general path below
+            # made one: mul(x, 2.0) on 4M floats took 48 ms against 11 for two arrays).
+            res = _with_scalar(name, accepted, *args)
+            if res is not None:
+                return res
         if cond is None and not kwargs and len(args) == len(arg_names):
             # Same-shape, same-dtype arrays (the common call): no binding, promotion or
             # broadcasting to work out; the result is what the general path below gives.

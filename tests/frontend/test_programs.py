@@ -618,9 +618,30 @@ def test_a_fused_schedule_failing_at_run_time_falls_back_to_the_safe_default(mon
     monkeypatch.setattr(graph_mod, "fused_schedule", too_big_tiles)
     f = pypto.jit(lambda x: pypto.ops.exp(x) * 3.0)
     x = _f32(5, 7)
-    np.testing.assert_allclose(f(x), np.exp(x) * 3, rtol=1e-6)
+    with pytest.warns(pypto.PerformanceWarning, match="runs with the safe default") as rec:
+        np.testing.assert_allclose(f(x), np.exp(x) * 3, rtol=1e-6)
+    assert "Tune it" in str(rec[0].message)
     step = next(iter(f._cache.values()))
     assert step.segment.kernel.source == "default (fused, safe)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")       # said once: the next call runs what was chosen
+        np.testing.assert_allclose(f(x), np.exp(x) * 3, rtol=1e-6)
+
+
+def test_a_fused_schedule_that_cannot_compile_says_it_runs_the_safe_default(monkeypatch):
+    graph_mod = sys.modules["pypto.frontend.graph"]
+    real = graph_mod.fused_schedule
+
+    def broken(built, dims, lanes, *, safe=False, **kw):
+        out = real(built, dims, lanes, safe=safe, **kw)
+        return out if safe else [graph_mod.D("vectorize", "o0", var="no_such_var", factor=8)]
+
+    monkeypatch.setattr(graph_mod, "fused_schedule", broken)
+    f = pypto.jit(lambda x: pypto.ops.exp(x) * 2.0 + 1.0)
+    x = _f32(6, 5)
+    with pytest.warns(pypto.PerformanceWarning, match="no_such_var"):
+        np.testing.assert_allclose(f(x), np.exp(x) * 2 + 1, rtol=1e-6)
+    assert next(iter(f._cache.values())).segment.kernel.source == "default (fused, safe)"
 
 
 def test_an_unused_output_of_a_multi_output_op_does_not_break_the_pipeline():
