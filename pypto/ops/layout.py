@@ -231,8 +231,11 @@ def _stack_frontend(arrays, axis=0):
             raise ShapeError(f"stack: arrays[{i}] has shape {a.shape} but arrays[0] has {shape};"
                              " all must have the same shape")
     ax = _axis(name, axis, len(shape) + 1)
-    if _many(stack, arrs):
-        return _rt._join_many([a.reshape(shape[:ax] + (1,) + shape[ax:]) for a in arrs], ax)
+    if _many(stack, arrs) or len(arrs) > 1 and traced(arrs):
+        # Many large arrays, or a traced program: one join of the pieces with the new axis
+        # (a program lowers it as one Func, a block copy per piece: ``Lowering._join``).
+        pieces = [a.reshape(shape[:ax] + (1,) + shape[ax:]) for a in arrs]
+        return join_tree(pieces, ax) if traced(arrs) else _rt._join_many(pieces, ax)
     o, inner = math.prod(shape[:ax]), math.prod(shape[ax:])
     flat = [a.reshape(o, inner) for a in arrs]
     if len(flat) == 1:                  # a copy with the new axis
