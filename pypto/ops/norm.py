@@ -14,7 +14,9 @@ Conventions:
   ``gamma`` and ``beta`` have shape [C] and may be None (ones and zeros).
 - ``rms_norm``: ``x / sqrt(mean(x**2) + eps) * gamma``.
 - ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` with per-channel [C] vectors.
-- Row statistics are accumulated in float64, so long rows stay accurate in float32.
+- Row statistics are accumulated in float64, so long rows stay accurate in float32. ``layer_norm``
+  of float32 rows takes its mean and variance from one pass (sums of ``x - x[0]`` and of its
+  square, see ``_shifted_moments``); float64 rows use two passes (mean, then squared deviations).
 """
 
 from __future__ import annotations
@@ -233,15 +235,42 @@ def layer_norm(x, gamma, beta, eps, *, dims):
     c, r = hl.Var("c"), hl.Var("r")
     t, at = x.type(), _acc(x.type())
     n = hl.cast(at, dims.C)
-    total = _row_sum("rowsum", lambda k, rr: x[k, rr], dims, at)
-    mu = hl.Func("mu")
-    mu[r] = hl.cast(t, total[r] / n)
-    sq = _row_sum("sqdev", lambda k, rr: _sq(hl.cast(at, x[k, rr] - mu[rr])), dims, at)
-    inv = hl.Func("inv")
-    inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / n + hl.f64(eps)))
+    if t.bits() < at.bits():
+        mu, inv = _shifted_moments(x, dims, at, eps)
+    else:
+        total = _row_sum("rowsum", lambda k, rr: x[k, rr], dims, at)
+        mu = hl.Func("mu")
+        mu[r] = hl.cast(t, total[r] / n)
+        sq = _row_sum("sqdev", lambda k, rr: _sq(hl.cast(at, x[k, rr] - mu[rr])), dims, at)
+        inv = hl.Func("inv")
+        inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / n + hl.f64(eps)))
     out = hl.Func("out")
     out[c, r] = (x[c, r] - mu[r]) * inv[r] * gamma[c] + beta[c]
     return out
+
+
+def _shifted_moments(x, dims, at: hl.Type, eps: float):
+    """Row mean and ``1 / sqrt(var + eps)`` from one pass over the row (for inputs narrower than
+    the accumulator): ``d = x - x[0]`` is summed and squared-summed in ``at``, and
+    ``var = mean(d**2) - mean(d)**2``. The shift by the row's first element bounds the cancellation:
+    ``(x[0] - mean)**2 <= C * var``, so the relative error of ``var`` stays within about
+    ``C * eps(at)`` (float64 for float32 rows: 2e-10 at a million columns), while a second pass over
+    the row (the two-pass form float64 rows keep) costs a quarter of the op's time."""
+    r, k = hl.Var("r"), hl.RDom([hl.Range(0, dims.C)], "k")
+    t, n = x.type(), hl.cast(at, dims.C)
+    shift = hl.cast(at, x[0, r])
+    mom = hl.Func("moments")
+    mom[r] = (hl.cast(at, 0), hl.cast(at, 0))
+    d = hl.cast(at, x[k, r]) - shift
+    mom[r] = (mom[r][0] + d, mom[r][1] + d * d)
+    mean_d = mom[r][0] / n
+    var = mom[r][1] / n - mean_d * mean_d
+    # Rounding can leave var just below 0; a NaN (an inf in the row) must stay NaN.
+    var = hl.select(hl.is_nan(var), var, hl.max(var, hl.cast(at, 0)))
+    mu, inv = hl.Func("mu"), hl.Func("inv")
+    mu[r] = hl.cast(t, shift + mean_d)
+    inv[r] = hl.cast(t, 1 / hl.sqrt(var + hl.f64(eps)))
+    return mu, inv
 
 
 @op(category="nn", inputs={"x": "R C", "gamma": "C"}, output="R C", dtypes=_FLOATS,

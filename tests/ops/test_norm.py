@@ -109,6 +109,36 @@ def test_layer_norm_float64_and_offset_rows():
     assert_close(got, want, rtol=1e-3, atol=1e-3)  # the inputs themselves are float32-rounded
 
 
+
+def test_layer_norm_float32_statistics_hold_at_one_ulp_of_spread():
+    # Rows 4096 +- one ulp: the mean is exactly 4096 and the variance exactly ulp**2, so with eps=0
+    # every output is exactly +-1. Sums of squares of the raw values (2**24 each) in float64 would
+    # lose the ulp**2 terms entirely; the float32 one-pass form sums squares of x - x[0] instead.
+    ulp = np.spacing(np.float32(4096.0))
+    signs = np.tile(np.array([1.0, -1.0], np.float32), (3, 2048))
+    signs[1] = -signs[1]
+    signs[2, :1024] *= -1  # the first element is not the first of a +- pair
+    x = np.float32(4096.0) + signs * ulp
+    assert_close(P.layer_norm(x, eps=0.0), signs)
+    # An outlier first element (the shift) and a constant row (variance exactly 0: out is beta).
+    y = rand((3, 1000), seed=9)
+    y[0, 0] = 1e4
+    y[1, 0] = -3e3
+    y[2] = np.float32(7.5)
+    g, b = rand((1000,), seed=1), rand((1000,), seed=2)
+    got = P.layer_norm(y, g, b)
+    y64 = y.astype(np.float64)
+    want = ((y64 - y64.mean(-1, keepdims=True)) / np.sqrt(y64.var(-1, keepdims=True) + 1e-5)
+            * g + b)
+    assert_close(got, want.astype(np.float32))
+    assert np.array_equal(got[2], b)
+    # NaN or +-inf as the first element (the shift itself) makes the row NaN, as the reference does.
+    z = rand((4, 64), seed=3)
+    z[0, 0], z[1, 0], z[2, 0], z[3, 63] = np.nan, np.inf, -np.inf, -np.inf
+    got = check("layer_norm", z, g[:64], b[:64])
+    assert np.all(np.isnan(got))
+
+
 def test_rms_norm():
     for c in ODD_SIZES:
         x = rand((9, c), seed=c)
