@@ -146,3 +146,30 @@ def test_bad_joins_keep_their_errors():
         ops.concat([_arr((40, 300)), _arr((40, 300)), _arr((40, 299))], axis=0)
     with pytest.raises(pypto.DtypeError):
         ops.concat([_arr((40, 300)), _arr((40, 300)), _arr((40, 300), np.float64)], axis=0)
+
+
+def test_joins_on_the_gpu_target():
+    from helpers import opencl_device
+
+    if not opencl_device():
+        pytest.skip("needs an OpenCL device (PoCL)")
+    xs = [_arr((64, 30)) for _ in range(5)]
+    with pypto.target("opencl"):
+        f = pypto.jit(lambda *a: ops.concat(list(a), axis=0) * 2.0)
+        np.testing.assert_array_equal(f(*xs), np.concatenate(xs) * 2)
+        g = pypto.jit(lambda *a: ops.stack(list(a), axis=1) + 1.0)
+        np.testing.assert_array_equal(g(*xs), np.stack(xs, 1) + 1)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_stack_in_a_program_is_one_join_and_has_gradients(axis):
+    xs = [_arr((3, 4)) for _ in range(4)]
+    f = pypto.jit(lambda *a: ops.stack(list(a), axis=axis) + 1.0)
+    np.testing.assert_array_equal(f(*xs), np.stack(xs, axis=axis) + 1)
+    joins, concats = _joins_of(f)
+    assert len(joins) == 1 and not concats
+    assert not [a for a in _segment(f).op.plan.anchors if a["node"].op.name == "stack"]
+    w = _arr((4, 3, 4))
+    grads = pypto.grad(lambda *a: (ops.stack(list(a), axis=0) * w).sum(), argnums=(0, 1, 2, 3))(*xs)
+    for k, gk in enumerate(grads):
+        np.testing.assert_allclose(gk, w[k], rtol=1e-6)
