@@ -30,7 +30,7 @@ from ..runtime import as_array
 from . import elementwise as _ew
 from ._op import Param, op
 from .layout import _axis, _oai
-from .reduce import _extreme_key, _key, _last_axis, _reduce_call, _unkey
+from .reduce import _extreme_key, _float_sum, _key, _last_axis, _reduce_call, _unkey
 
 _FLOATS = ["float32", "float64"]
 _ALL = ["float32", "float64", "int32", "int64", "bool"]
@@ -202,18 +202,20 @@ def _nansum_alg(mean: bool):
     def algorithm(x, *, dims):
         f64, t = hl.Float(64), x.type()
         ok = lambda k, oo: hl.logical_not(_ew._is_nan(x[k, oo]))  # noqa: E731
+        o = hl.Var("o")
+        out = hl.Func("out")
+        if not mean:      # float32 adds groups in float32 before float64 (reduce._float_sum)
+            acc, rest = _float_sum("acc", lambda k, oo: hl.select(ok(k, oo), x[k, oo],
+                                                                   _ew._k(x[k, oo], 0.0)), dims, t)
+            out[o] = hl.cast(t, acc[o] + rest(o))
+            return out
         acc = _rows("acc", lambda k, oo: hl.cast(f64, hl.select(ok(k, oo), x[k, oo],
                                                                 _ew._k(x[k, oo], 0.0))),
                     0, lambda a, b: a + b, f64, dims)
-        o = hl.Var("o")
-        out = hl.Func("out")
-        if mean:
-            cnt = _rows("cnt", lambda k, oo: hl.cast(hl.Int(32), ok(k, oo)), 0,
-                        lambda a, b: a + b, hl.Int(32), dims)
-            out[o] = hl.cast(t, hl.select(cnt[o] > 0, acc[o] / hl.cast(f64, cnt[o]),
-                                          hl.f64(float("nan"))))
-        else:
-            out[o] = hl.cast(t, acc[o])
+        cnt = _rows("cnt", lambda k, oo: hl.cast(hl.Int(32), ok(k, oo)), 0,
+                    lambda a, b: a + b, hl.Int(32), dims)
+        out[o] = hl.cast(t, hl.select(cnt[o] > 0, acc[o] / hl.cast(f64, cnt[o]),
+                                      hl.f64(float("nan"))))
         return out
     return algorithm
 

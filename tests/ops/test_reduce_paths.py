@@ -188,3 +188,54 @@ def test_arg_extremes_of_long_rows_at_every_chunk_boundary(name):
     y[:, 0] = 0.0
     y[1, :3] = -0.0
     np.testing.assert_array_equal(getattr(P, name)(y, axis=1), [0, 0])
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "nansum"])
+def test_float32_sums_read_as_streams_with_every_remainder(name):
+    """A float32 row is summed as GROUP streams plus the last R % GROUP elements
+    (``reduce._float_sum``): every row length from 1 to a few groups and at each schedule form.
+    Small integers are summed exactly in any order, so an element missed or read twice shows;
+    an inf or a NaN in a stream or in the remainder; values of mixed magnitude within the error
+    bound of float32 group sums accumulated in float64."""
+    from pypto.schedule.templates.reduce import GROUP
+
+    rng = np.random.default_rng(11)
+    f = getattr(P, name)
+    for r in list(range(1, 3 * GROUP + 2)) + [2 * 16 * GROUP - 1, 2 * 16 * GROUP + 5, 4099]:
+        for o in (3, 40):
+            x = rng.integers(-8, 9, (o, r)).astype(np.float32)
+            x[0, -1] = 1000.0                    # in the remainder (or the last stream)
+            x[1, 0] = -300.0                     # the first stream
+            if o > 2:
+                x[2, r // 2] = np.inf
+            if o > 5:
+                x[5, -1] = np.nan
+                x[6, r // 3] = np.nan
+            want = _numpy(name, x.astype(np.float64)).astype(np.float32)
+            np.testing.assert_array_equal(f(x, axis=1), want, err_msg=f"{name} r={r} o={o}")
+            y = rng.uniform(-1, 1, (o, r)).astype(np.float32)
+            y[0, -1] = 1e6
+            y[1, 0] = -3e5
+            exact = np.sum(y.astype(np.float64), axis=1) / (r if name == "mean" else 1)
+            # float32 rounds each group sum (log2(GROUP) additions) and the result once.
+            bound = 2.0**-24 * (np.abs(exact) + np.log2(GROUP) * np.sum(np.abs(y), axis=1)
+                                / (r if name == "mean" else 1))
+            assert np.all(np.abs(f(y, axis=1) - exact) <= bound), (name, r, o)
+
+
+def test_float32_sum_of_one_long_row_in_chunks_is_accurate():
+    """The full-reduction form (chunks of streams in parallel), for lengths around a chunk and
+    with a remainder: against the exact float64 sum, and exactly for integers."""
+    from pypto.schedule.templates.reduce import CHUNK, GROUP
+
+    rng = np.random.default_rng(12)
+    for n in (4 * CHUNK, 4 * CHUNK + GROUP - 1, 9 * CHUNK + 3, 3_000_017):
+        x = rng.uniform(0, 1, n).astype(np.float32)
+        exact = np.sum(x.astype(np.float64))
+        assert abs(float(P.sum(x)) - exact) <= 1e-6 * exact
+        assert abs(float(P.mean(x)) - exact / n) <= 1e-6 * exact / n
+        ints = rng.integers(-1000, 1000, n).astype(np.float32)
+        assert P.sum(ints) == np.float32(np.sum(ints.astype(np.int64)))
+        y = x.copy()
+        y[n - 1] = np.nan
+        assert P.nansum(y) == np.float32(np.sum(y[:-1].astype(np.float64)))

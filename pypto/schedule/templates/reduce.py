@@ -27,6 +27,10 @@ FEW_ROWS = 8
 TASK_ELEMS = 4 * MIN_TASK_ELEMS
 #: Vectors of partial results per row, by op (default 2).
 _CHAINS = {"prod": 4}
+#: float32 sums read a row as this many streams, one step adding an element of each (see
+#: ``pypto.ops.reduce._float_sum``): their reduction runs over R // GROUP steps.
+GROUP = 8
+_GROUPED = ("sum", "mean", "nansum")
 
 
 def task_rows(n_o: int, row_elems: int) -> int:
@@ -51,6 +55,8 @@ def reduction_funcs(built):
 def row_reduction(built, dims, lanes: int) -> list:
     """Directives for an op whose Funcs with updates each reduce one row (RVar ``k$x``) per ``o``."""
     n_o, n_r = dims["O"], dims["R"]
+    group = GROUP if built.op.name in _GROUPED and built.dtypes[0] == "float32" else 1
+    steps = n_r // group                  # of each reduction; a step reads `group` elements
     out = built.funcs["out"]
     vec_bytes = lanes * _itemsize(out.type or "float32")
     in_lanes = max(1, vec_bytes // _itemsize(built.dtypes[0]))
@@ -66,7 +72,7 @@ def row_reduction(built, dims, lanes: int) -> list:
             part, lane = f"{f.name}_part", f"{f.name}_lane"
             ds += [
                 D("compute_root", f.name),
-                D("split", f.name, 1, var=k, outer="ko", inner="ki", factor=CHUNK),
+                D("split", f.name, 1, var=k, outer="ko", inner="ki", factor=CHUNK // group),
                 D("rfactor", f.name, 1, pairs=[["ko", "u"]], intm=part),
                 D("compute_root", part),
                 D("reorder_storage", part, vars=["u", "o"]),
@@ -83,7 +89,7 @@ def row_reduction(built, dims, lanes: int) -> list:
         return ds
     rows = task_rows(n_o, n_r)
     parallel = n_o * n_r >= MIN_TASK_ELEMS and n_o >= 2 * rows
-    if n_r >= 2 * width:
+    if steps >= 2 * width:
         # Rows of at least two vectors: one row at a time, read with contiguous vector loads into
         # lane partials; a second pass over the row (argmax, var) finds it in cache.
         at = "o"
