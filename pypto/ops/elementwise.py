@@ -27,7 +27,9 @@ Accuracy: results are within a few units in the last place of the correctly roun
 below x = -3 its error is small in absolute terms (about 1e-7 |x| in float32) but not relative to
 the tiny result. Transcendentals are written as vectorizable polynomials (exp, log, sin and cos
 with an exact argument reduction in float32, erf after FreeBSD's msun), so the kernels run as
-vector code; float64 ``sin``/``cos`` call the C library only for |x| >= 1e6.
+vector code; float32 ``sin``/``cos`` reduce |x| < 2**19 in float64 (Cody-Waite) and recompute
+only the 64-element tiles holding a larger |x| with the exact reduction; float64 ``sin``/``cos``
+call the C library only for |x| >= 1e6.
 """
 
 from __future__ import annotations
@@ -181,6 +183,19 @@ def sharing(args, prefix=""):
 def _let(name, e):
     ctx = getattr(_LOCAL, "ctx", None)
     return e if ctx is None else ctx.let(name, e)
+
+
+def _poly(name, z, coeffs):
+    """``_horner(z, coeffs)`` as a Func that is not IEEE-strict (inside ``sharing``), so that
+    each step compiles to one fused multiply-add where the target has one."""
+    ctx = getattr(_LOCAL, "ctx", None)
+    if ctx is None:
+        return _horner(z, coeffs)
+    n = ctx.used.get(name, 0) + 1
+    ctx.used[name] = n
+    f = hl.Func(ctx.prefix + (name if n == 1 else f"{name}{n}"))
+    f[ctx.args] = _horner(z, coeffs)
+    return hl.Expr(f[ctx.args])
 
 
 # -- exp, expm1, log, log1p ------------------------------------------------------------------------
@@ -518,13 +533,91 @@ def _sincos64_fixup(libm_fn):
     return fixup
 
 
+# float32, fast path: below SINCOS32_FAST the float64 Cody-Waite reduction of ``_sincos64`` (exact
+# to about 2**-70 for k < 2**20, against |r| >= 2**-31 for every float32 here) and the float32
+# polynomials. Tiles holding a larger |x| (or inf, NaN) are recomputed with the exact reduction
+# of ``_sincos32`` in an update of the output (see ``_huge_tiles_fixup``).
+SINCOS32_FAST = 2.0 ** 19
+#: Elements per tile of that recomputation: a tile holding one huge |x| is recomputed whole.
+HUGE_TILE = 64
+#: Columns of the vertical max that finds a tile's largest |x|.
+HUGE_LANES = 8
+_F32_BITS_FAST = int(np.float32(SINCOS32_FAST).view(np.uint32))
+
+
+def _max_all(values):
+    """The max of a list of Exprs as a balanced tree."""
+    while len(values) > 1:
+        values = [hl.max(values[i], values[i + 1]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+def _sincos32_fast(x, want_cos: bool):
+    p1, p2, p3 = _pio2_parts()
+    x = _let("sincos_arg", x)
+    a = hl.cast(hl.Float(64), hl.abs(x))
+    k = _let("sincos_k", hl.floor(a * hl.f64(2.0 / math.pi) + hl.f64(0.5)))
+    r = ((a - k * hl.f64(p1)) - k * hl.f64(p2)) - k * hl.f64(p3)
+    r = _let("sincos_r", hl.cast(hl.Float(32), r))
+    z = _let("sincos_z", r * r)
+    s = r * _poly("sin_poly", z, _SIN_TAYLOR[:5])      # degree 9: truncation below 2**-28
+    c = _poly("cos_poly", z, _COS_TAYLOR[:6])          # degree 10: below 2**-33
+    quad = hl.cast(hl.Int(32), hl.min(k, hl.f64(2.0 ** 30))) + (1 if want_cos else 0)
+    v = hl.select((quad & 1) == 1, c, s)
+    v = hl.select((quad & 2) == 2, -v, v)
+    if not want_cos:
+        v = _flipsign(v, x)                              # sin is odd
+    return hl.select(_is_finite(x), v, _nan(x))
+
+
+def _sin_fast(x):
+    return _sincos32_fast(x, False) if x.type() == hl.Float(32) else _sin(x)
+
+
+def _cos_fast(x):
+    return _sincos32_fast(x, True) if x.type() == hl.Float(32) else _cos(x)
+
+
+def _huge_tiles_fixup(exact_fn, libm_fn):
+    """The update of ``out`` for sin/cos: float32 recomputes with ``exact_fn`` every tile of
+    HUGE_TILE elements holding |x| >= SINCOS32_FAST (``huge_tile[t]`` flags tile t, the last
+    one shifted inwards to end at N; RVar ``redo$x`` walks the elements); float64 hands the
+    elements beyond its fast range to the C library (``_sincos64_fixup``)."""
+    f64_fixup = _sincos64_fixup(libm_fn)
+
+    def fixup(out, x, dims):
+        if x.type() != hl.Float(32):
+            f64_fixup(out, x, dims)
+            return
+        j, t, n = hl.Var("j"), hl.Var("t"), hl.Var("n")
+        last = dims.N - 1
+        first = hl.min(t * HUGE_TILE, dims.N - HUGE_TILE)    # the last tile shifted inwards
+        # The tile's largest magnitude: HUGE_LANES columns of a vertical max, then one across.
+        rows = HUGE_TILE // HUGE_LANES
+        column = hl.Func("huge_column")
+        column[j, t] = _max_all([_magnitude_bits(x[hl.clamp(first + i * HUGE_LANES + j, 0, last)])
+                                 for i in range(rows)])
+        flag = hl.Func("huge_tile")
+        k = hl.RDom([hl.Range(0, HUGE_LANES)], "huge_k")
+        flag[t] = hl.u32(0)
+        flag[t] = hl.max(flag[t], column[k.x, t])
+        exact = hl.Func("exact")
+        exact[n] = _apply(x[n], exact_fn, {}, [n], prefix="exact_")
+        redo = hl.RDom([hl.Range(0, dims.N)], "redo")
+        redo.where(flag[redo.x / HUGE_TILE] >= hl.u32(_F32_BITS_FAST))
+        out[redo.x] = exact[redo.x]
+    return fixup
+
+
 # -- the op factory --------------------------------------------------------------------------------
 
 
-def _apply(x, fn, params, args):
-    """fn on an element: float16 goes through float32; float math is IEEE-strict."""
+def _apply(x, fn, params, args, prefix=""):
+    """fn on an element: float16 goes through float32; float math is IEEE-strict. ``prefix``
+    starts the names of its shared values (see ``sharing``)."""
     t = x.type()
-    with sharing(args):
+    with sharing(args, prefix):
         if t.is_float():
             if t.bits() == 16:
                 return hl.cast(t, hl.strict_float(fn(hl.cast(hl.Float(32), x), **params)))
@@ -815,10 +908,10 @@ sqrt = _unary("sqrt", _sqrt, _quiet(lambda x: np.sqrt(x)), "Square root (NaN bel
               make_inputs=_positive_inputs)
 rsqrt = _unary("rsqrt", _rsqrt, _ref_rsqrt, "1 / sqrt(x) (inf at 0, NaN below 0).",
                make_inputs=_positive_inputs)
-sin = _unary("sin", _sin, _quiet(lambda x: np.sin(x)),
-             "Sine (radians), accurate for every finite x.", fixup=_sincos64_fixup(hl.sin))
-cos = _unary("cos", _cos, _quiet(lambda x: np.cos(x)),
-             "Cosine (radians), accurate for every finite x.", fixup=_sincos64_fixup(hl.cos))
+sin = _unary("sin", _sin_fast, _quiet(lambda x: np.sin(x)),
+             "Sine (radians), accurate for every finite x.", fixup=_huge_tiles_fixup(_sin, hl.sin))
+cos = _unary("cos", _cos_fast, _quiet(lambda x: np.cos(x)),
+             "Cosine (radians), accurate for every finite x.", fixup=_huge_tiles_fixup(_cos, hl.cos))
 tanh = _unary("tanh", _tanh, lambda x: np.tanh(x), "Hyperbolic tangent.")
 sigmoid = _unary("sigmoid", _sigmoid, _ref_sigmoid, "The logistic function 1 / (1 + e**-x).")
 relu = _unary("relu", _relu, lambda x: np.maximum(x, 0), "max(x, 0); NaN stays NaN.",

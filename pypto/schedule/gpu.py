@@ -8,7 +8,8 @@ way over its pure dims, or run by a single GPU thread when it has none. Every ot
 update definition is computed inside the thread loop that consumes it (its loops run serially per
 thread), except a scan computed in place (its pure definition undefined, an update running
 along one of its dims): that one is computed at root with each stage mapped over the dims it
-keeps, since inside a thread loop it would be recomputed whole for every point read; pure
+keeps, since inside a thread loop it would be recomputed whole for every point read (and so is
+every such Func when an update of the output runs in a single thread, which has no thread loop); pure
 producers stay inlined. It is correct for every op and is what a specialised
 schedule falls back to when the op's structure does not fit one.
 """
@@ -116,10 +117,14 @@ def generic_gpu(built, dims: Mapping[str, int], lim: GpuLimits = SAFE_LIMITS) ->
             pure = [a for a in o.args if a in o.update_args[u]]
             out += _map(o.name, u + 1, pure, dims, lim)
     anchor = outputs[0]
+    # An update of the output with no pure dim runs in one GPU thread, where no thread loop is
+    # (sin/cos float32 recompute flagged tiles so): the Funcs it reads are computed at root.
+    single = any(not [a for a in anchor.args if a in anchor.update_args[u]]
+                 for u in range(len(anchor.updates)))
     for info in built.funcs.values():
         if info.is_input or info.is_output or not info.updates:
             continue
-        if len(outputs) == 1 and not _scan_in_place(info):
+        if len(outputs) == 1 and not single and not _scan_in_place(info):
             out.append(D("compute_at", info.name, at=anchor.name, var="tx"))
         else:
             out.append(D("compute_root", info.name))

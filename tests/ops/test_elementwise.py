@@ -169,6 +169,24 @@ def test_sin_cos_huge_arguments(name, dtype):
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-7 if dtype == "float32" else 1e-15)
 
 
+@pytest.mark.parametrize("n", [1, 7, 63, 64, 65, 1000, 40000])
+def test_sin_cos_float32_huge_arguments_among_small_ones(n):
+    """float32 reduces |x| < 2**19 the fast way and recomputes each 64-element tile holding a
+    larger |x| (or inf, NaN) exactly: scattered huge values, the last (shifted) tile and the
+    parallel tiles must all come out right."""
+    rng = np.random.default_rng(n)
+    x = rng.uniform(-10, 10, n)
+    mask = rng.random(n) < 0.01
+    x[mask] = 10.0 ** rng.uniform(5.8, 38, mask.sum()) * rng.choice([-1.0, 1.0], mask.sum())
+    x[-1] = 3e38
+    x[rng.integers(0, n)] = 524288.0 if n > 1 else x[0]     # 2**19: the first exact one
+    x = x.astype(np.float32)
+    for name in ("sin", "cos"):
+        got = get_op(name)(x)
+        want = getattr(np, name)(x.astype(np.float64))
+        np.testing.assert_allclose(got, want, rtol=0, atol=2e-7, err_msg=name)
+
+
 def test_limits_at_infinity():
     x = _tiled([-np.inf, np.inf], np.float32)
     want = {"silu": [0.0, np.inf], "gelu": [0.0, np.inf], "softplus": [0.0, np.inf],
