@@ -213,7 +213,7 @@ def _exp2_poly(r):
     """2**r for |r| <= 1/2: the Taylor series of e**(r ln 2) in r (no rounded r * ln 2)."""
     ln2 = math.log(2.0)
     deg = _EXP2_DEG[r.type().bits()]
-    return _ew._horner(r, [ln2 ** i / math.factorial(i) for i in range(deg + 1)])
+    return _ew._poly("exp2_poly", r, [ln2 ** i / math.factorial(i) for i in range(deg + 1)])
 
 
 def _exp2(x):
