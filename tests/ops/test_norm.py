@@ -71,6 +71,25 @@ def test_softmax_is_stable_and_handles_special_values(name):
         assert np.all(got[3, [0, 17, 33]] == -np.inf)
 
 
+
+@pytest.mark.parametrize("dtype, shape", [("float32", (37, 1031)), ("float64", (29, 600))])
+def test_softmax_blocks_of_long_rows(dtype, shape):
+    # Rows of >= 4 KiB in parallel blocks (here of 15 and 27 rows, the last block partial): the
+    # default schedule computes softmax's statistics and exponentials a whole block at a time.
+    x = rand(shape, dtype, seed=4, low=-30, high=30)
+    x[3, 100] = np.nan
+    x[16, :] = -np.inf
+    x[17, ::7] = -np.inf
+    x[30 if shape[0] > 30 else 20, 0] = np.inf
+    for name in SOFTMAXES:
+        got = check(name, x)
+        assert np.all(np.isnan(got[[3, 16]]))
+        assert np.all(np.isfinite(got[[0, 15, shape[0] - 1]]))
+    got = P.softmax(x)
+    assert np.all(got[17, ::7] == 0)
+    assert_close(got.astype(np.float64).sum(axis=1)[[0, 17, shape[0] - 1]], np.ones(3), rtol=1e-5)
+
+
 def test_softmax_long_rows():
     x = rand((2, 2**20 + 3), low=-20, high=20, seed=5)
     got = check("softmax", x)
