@@ -942,7 +942,7 @@ def _column_reduction(a: dict, n: Node, low: "Lowering", built, claimed,
             continue
         if (len(info.updates) != 1 or len(info.args) != 1 or len(info.updates[0]) != 1
                 or tuple(info.update_args[0]) != tuple(info.args) or found
-                or "," in info.type):      # a tuple (argmax's index and value): keep the op's
+                or "," in info.type):      # a tuple-valued reduction: keep the op's
             return None
         p, r = info.args[0], info.updates[0][0]
         part = f"{name}_rows"
