@@ -184,6 +184,47 @@ def test_conv_transpose2d_matches_the_scatter_definition(case, dt):
     assert_close(P.conv_transpose2d.reference(x, w, b, **kw), want, dt)
 
 
+CONVT2D_STRIDE1 = [
+    # Stride 1 runs conv2d's register-blocked schedule: tails in every tile dimension (13 rows
+    # against pairs, 21 columns against vectors of 8, 10 channels against blocks of 6), two
+    # images, groups, dilation, padding wider than the kernel reach, an image under a vector.
+    (2, 16, (13, 21), 10, (3, 3), 1, 1, 0, 1, 1),
+    (1, 8, (9, 17), 6, (3, 3), 1, 1, 0, 2, 1),
+    (1, 4, (7, 12), 5, (3, 2), 1, 0, 0, 1, (2, 1)),
+    (1, 4, (10, 11), 3, (3, 3), 1, (2, 1), 0, 1, 1),
+    (1, 3, (5, 3), 2, (2, 2), 1, 0, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+@pytest.mark.parametrize("case", CONVT2D_STRIDE1, ids=str)
+def test_conv_transpose2d_stride1_matches_the_scatter_definition(case, dt):
+    n, c, size, og, ks, s, p, op_, g, d = case
+    x, w, b = rand((n, c, *size), dt, 4), rand((c, og, *ks), dt, 5), rand((og * g,), dt, 6)
+    kw = dict(stride=s, padding=p, output_padding=op_, groups=g, dilation=d)
+    want = direct_conv_transpose(x, w, b, s, p, op_, g, d)
+    assert_close(P.conv_transpose2d(x, w, b, **kw), want, dt)
+    # The same kernel as one anchor of a traced program (renamed into the graph).
+    f = pypto.jit(lambda x, w, b: P.conv_transpose2d(x, w, b, **kw) * 2.0)
+    assert_close(f(x, w, b), 2.0 * want, dt)
+
+
+def test_conv_transpose2d_stride1_specials_stay_where_they_reach():
+    # A NaN or inf input reaches exactly the outputs its taps touch; the rest stay finite.
+    x = rand((1, 4, 9, 10), "float32", 7)
+    x[0, 1, 4, 5] = np.nan
+    x[0, 2, 0, 0] = np.inf
+    w = np.abs(rand((4, 3, 3, 3), "float32", 8)) + 0.1
+    got = P.conv_transpose2d(x, w, padding=1)
+    reach = np.zeros((9, 10), bool)
+    reach[3:6, 4:7] = True
+    assert np.isnan(got[0, :, 3:6, 4:7]).all()
+    assert np.isposinf(got[0, :, 0:2, 0:2]).all()
+    inf_reach = np.zeros((9, 10), bool)
+    inf_reach[0:2, 0:2] = True
+    assert np.isfinite(got[0][:, ~(reach | inf_reach)]).all()
+
+
 def test_conv_transpose_is_the_adjoint_of_conv():
     # <conv(x), y> == <x, conv_transpose(y)> for the same weights, stride, padding, dilation.
     x, w = rand((2, 3, 11, 10), "float64", 1), rand((4, 3, 3, 2), "float64", 2)

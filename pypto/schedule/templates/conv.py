@@ -12,7 +12,7 @@ interleaves the phases.
 from __future__ import annotations
 
 from ..defaults import D, output_directives, template
-from .nn import _conv_tile, _parallel_blocks, _vec
+from .nn import _conv2d, _conv_tile, _parallel_blocks, _vec
 
 
 def _pad(built, dims_w: int, lanes: int, at: str | None, storage: list | None) -> list:
@@ -196,8 +196,33 @@ def _conv_transpose1d(built, dims, lanes):
     return _transposed(built, dims, lanes, [("OL", "stride")])
 
 
+def _stride1_as_conv2d(built, dims, lanes) -> list:
+    """conv_transpose2d with stride 1 along both axes: one output phase, so its ``acc`` and
+    ``out`` have conv2d's loops and reduction (``r$x``, ``r$y`` taps, ``r$z`` input channel),
+    read from the padded input at ``ow + pad - tap dil`` instead of ``ow - pad + tap dil``.
+    conv2d's register-blocked template applies as it is, its ``x_pad`` loops renamed. At the
+    ResNet layer (64 channels, 56 x 56, 3 x 3, pad 1) the per-plane phase schedule took about
+    10.5 ms on one thread, this one 3.5 (conv2d 3.4; under load)."""
+    names = {"iw": "i0", "ih": "i1"}
+    out = []
+    for d in _conv2d(built, dims, lanes):
+        if d.func == "x_pad":
+            kw = {}
+            for k, v in dict(d.kwargs).items():
+                if isinstance(v, str):
+                    v = names.get(v, v)
+                elif isinstance(v, (list, tuple)):
+                    v = [names.get(x, x) for x in v]
+                kw[k] = v
+            d = D(d.op, d.func, d.stage, **kw)
+        out.append(d)
+    return out
+
+
 @template("conv_transpose2d")
 def _conv_transpose2d(built, dims, lanes):
+    if built.params["stride_h"] == 1 and built.params["stride_w"] == 1:
+        return _stride1_as_conv2d(built, dims, lanes)
     return _transposed(built, dims, lanes, [("OW", "stride_w"), ("OH", "stride_h")])
 
 
