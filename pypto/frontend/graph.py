@@ -986,6 +986,8 @@ def _present(directives, funcs, images=()) -> list:
         info = funcs.get(d.func)
         if d.op == "wrap" and info is not None and not info.is_input:
             renames[d.get("as")] = {f"_{k}": a for k, a in enumerate(info.args)}
+        elif d.op == "wrap" and vmap:      # a wrap of that wrap (a panel cut from a row copy)
+            renames[d.get("as")] = vmap
     return out
 
 
