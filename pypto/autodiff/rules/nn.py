@@ -121,7 +121,9 @@ def _weight_grad_patches(x, dy, k_hw, stride, pad, dil):
     n, c = x.shape[:2]
     o, oh, ow = dy.shape[1:]
     kh, kw = k_hw
-    xp = shapes.pad_axis(shapes.pad_axis(x, 2, pad[0], pad[0]), 3, pad[1], pad[1])
+    # The pad op, not shapes.pad_axis: that one's periodic view and mask took 1.8 of the 5.7 ms
+    # of the ResNet layer's weight gradient (one thread), this one ~0.5.
+    xp = ops.pad(x, (pad[1], pad[1], pad[0], pad[0])) if any(pad) else x
     dm = dy.transpose(1, 0, 2, 3).reshape(o, n * oh * ow)
     taps = []
     for a in range(kh):
