@@ -880,11 +880,14 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         else:
             out += _present(directives, built.funcs, {im.name() for im in built.images})
             handled |= {f for f, _ in claimed.values()}
+    # Intermediates are computed over what their readers need, which can be less than a vector
+    # (a diagonal reads two elements of a row of five): their vector loops guard the tail, where
+    # shifting the last vector inwards would read before the start of an input.
     for vname in dense:
         info = built.funcs[vname]
         out.append(D("compute_root", vname))
         ext_of(low.funcs[vname], info.args)
-        out += output_directives(vname, info.args, extents, lanes)
+        out += output_directives(vname, info.args, extents, lanes, tail="guard_with_if")
     for name in sorted(low.materialize):
         info = built.funcs.get(name)
         if info is None:
@@ -892,7 +895,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         out.append(D("compute_root", name))
         if name not in handled:      # else an anchor's schedule moved onto it (an epilogue)
             ext_of(low.funcs[name], info.args)
-            out += output_directives(name, info.args, extents, lanes)
+            out += output_directives(name, info.args, extents, lanes, tail="guard_with_if")
     for v in low.outputs:
         info = built.funcs[v.name]
         if not bare and not getattr(op, "generic", False):

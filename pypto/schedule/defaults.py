@@ -83,9 +83,13 @@ def _pow2_at_most(n: int, cap: int) -> int:
     return p
 
 
-def output_directives(name: str, args, dims, lanes: int, stage: int = 0) -> list[Directive]:
-    """Vectorize the innermost dim, parallelize an outer one (or blocks of a 1-D output)."""
+def output_directives(name: str, args, dims, lanes: int, stage: int = 0,
+                      tail: str | None = None) -> list[Directive]:
+    """Vectorize the innermost dim, parallelize an outer one (or blocks of a 1-D output).
+    ``tail`` is the vector loop's tail strategy (``guard_with_if`` for a Func computed over
+    less than its full extent, which shifting a vector inwards would read before its input)."""
     out: list[Directive] = []
+    vt = {} if tail is None else {"tail": tail}
     inner = args[0]
     n0 = _extent(dims, inner) or 0
     total = 1
@@ -103,10 +107,10 @@ def output_directives(name: str, args, dims, lanes: int, stage: int = 0) -> list
             out.append(D("parallel", name, stage, var=f"{inner}o"))
             inner = f"{inner}i"
         if vec > 1:
-            out.append(D("vectorize", name, stage, var=inner, factor=vec))
+            out.append(D("vectorize", name, stage, var=inner, factor=vec, **vt))
         return out
     if vec > 1:
-        out.append(D("vectorize", name, stage, var=inner, factor=vec))
+        out.append(D("vectorize", name, stage, var=inner, factor=vec, **vt))
     if total >= 2 * MIN_TASK_ELEMS:   # at least two tasks' worth (see MIN_TASK_ELEMS)
         outer = [a for a in args[1:] if (_extent(dims, a) or 2) > 1]
         if outer:

@@ -751,3 +751,16 @@ def test_a_program_whose_schedule_is_too_long_is_cut_not_run_at_the_safe_default
     schedules = re.findall(r"schedule ([^;]*);", f.explain(x, w))
     assert len(schedules) > 1
     assert all(s == "default (fused)" for s in schedules), schedules
+
+
+def test_an_intermediate_read_over_less_than_a_vector_keeps_the_fused_schedule():
+    # The diagonal of a (3, 4, 5) array over axes 0 and 2 reads two elements of each row of
+    # five of its dense, permuted copy: a vector of that copy shifted inwards read x at -2, and
+    # the program fell back to the safe default.
+    x = _f32(3, 4, 5)
+    f = pypto.jit(lambda x: pypto.ops.diagonal(x, offset=-1, axis1=0, axis2=2) * 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto.PerformanceWarning)
+        got = f(x)
+    np.testing.assert_array_equal(got, np.diagonal(x, -1, 0, 2) * 2)
+    assert next(iter(f._cache.values())).segment.kernel.source == "default (fused)"
