@@ -67,6 +67,10 @@ def _from_rows(rows: T.Tensor, perm, moved_shape, n: int) -> T.Tensor:
     return rows.reshape(shape).transpose(inv)
 
 
+#: The dtypes the pad op takes (float16 pads through the view below).
+_PAD_DTYPES = tuple(np.dtype(d) for d in ("float32", "float64", "int32", "int64", "bool"))
+
+
 def pad_axis(t: T.Tensor, axis: int, before: int, after: int, fill: float = 0.0) -> T.Tensor:
     """``t`` with ``before``/``after`` elements of ``fill`` added along ``axis`` (a negative count
     crops instead)."""
@@ -79,6 +83,14 @@ def pad_axis(t: T.Tensor, axis: int, before: int, after: int, fill: float = 0.0)
     before, after = max(before, 0), max(after, 0)
     if before == 0 and after == 0:
         return t
+    if t.dtype in _PAD_DTYPES:
+        # The pad op: one block copy and the fill. The periodic view and mask below index by
+        # division per element: padding conv2d's input for its weight gradient took ~1.8 ms
+        # that way, ~0.6 with the op (ResNet 3x3 1x64x56x56, one thread, under load).
+        from .. import ops
+
+        return ops.pad(t, [0, 0] * (t.ndim - 1 - axis % t.ndim) + [before, after],
+                       mode="constant", value=fill)
     rows, perm, moved = _to_rows(t, axis)
     m_rows, m = rows.shape
     n = before + m + after
