@@ -10,7 +10,7 @@ def test_public_api_is_pinned():
     assert sorted(pypto.__all__) == sorted([
         "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
         "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
-        "Param", "ParamError", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
+        "Param", "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
         "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond",
         "def_gradient", "explain", "fuse", "get_op", "grad", "jit", "list_ops", "memory_policy",

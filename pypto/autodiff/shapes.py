@@ -83,7 +83,7 @@ def pad_axis(t: T.Tensor, axis: int, before: int, after: int, fill: float = 0.0)
     before, after = max(before, 0), max(after, 0)
     if before == 0 and after == 0:
         return t
-    if t.dtype in _PAD_DTYPES:
+    if t.dtype in _PAD_DTYPES and math.isfinite(fill):    # (the op takes finite fills)
         # The pad op: one block copy and the fill. The periodic view and mask below index by
         # division per element: padding conv2d's input for its weight gradient took ~1.8 ms
         # that way, ~0.6 with the op (ResNet 3x3 1x64x56x56, one thread, under load).
