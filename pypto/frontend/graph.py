@@ -515,7 +515,6 @@ def _join_directives(name: str, info, join: tuple, shape, lanes: int) -> list[Di
         exts = list(reversed(shape))
         exts[pos] = e
         total = math.prod(exts)
-        order = list(names)
         ds = []
         inner = names[0]
         base = inner.replace("$", "_")
@@ -523,12 +522,11 @@ def _join_directives(name: str, info, join: tuple, shape, lanes: int) -> list[Di
             ds += [D("split", name, st, var=inner, outer=f"{base}_t", inner=f"{base}_b",
                      factor=MIN_TASK_ELEMS),
                    D("parallel", name, st, var=f"{base}_t")]
-            order = [f"{base}_b", f"{base}_t"]
             inner = f"{base}_b"
         elif len(names) > 1 and exts[-1] >= 2 and total >= 2 * MIN_TASK_ELEMS:
             ds.append(D("parallel", name, st, var=names[-1]))
-        if len(names) > 1:
-            ds.insert(0, D("reorder", name, st, vars=order))
+        if len(names) > 1:        # memory order (an update's RVars are innermost by default)
+            ds.insert(0, D("reorder", name, st, vars=names))
         if exts[0] >= lanes:
             b = inner.replace("$", "_")
             ds += [D("split", name, st, var=inner, outer=f"{b}_o", inner=f"{b}_v",
