@@ -172,18 +172,6 @@ CONVT2D = [
 ]
 
 
-@pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", CONVT2D, ids=str)
-def test_conv_transpose2d_matches_the_scatter_definition(case, dt):
-    n, c, size, og, ks, s, p, op_, g, d = case
-    x, w, b = rand((n, c, *size), dt, 1), rand((c, og, *ks), dt, 2), rand((og * g,), dt, 3)
-    kw = dict(stride=s, padding=p, output_padding=op_, groups=g, dilation=d)
-    got = P.conv_transpose2d(x, w, b, **kw)
-    want = direct_conv_transpose(x, w, b, s, p, op_, g, d)
-    assert_close(got, want, dt)
-    assert_close(P.conv_transpose2d.reference(x, w, b, **kw), want, dt)
-
-
 CONVT2D_STRIDE1 = [
     # Stride 1 runs conv2d's register-blocked schedule: tails in every tile dimension (13 rows
     # against pairs, 21 columns against vectors of 8, 10 channels against blocks of 6), two
@@ -197,16 +185,15 @@ CONVT2D_STRIDE1 = [
 
 
 @pytest.mark.parametrize("dt", FLOATS)
-@pytest.mark.parametrize("case", CONVT2D_STRIDE1, ids=str)
-def test_conv_transpose2d_stride1_matches_the_scatter_definition(case, dt):
+@pytest.mark.parametrize("case", CONVT2D + CONVT2D_STRIDE1, ids=str)
+def test_conv_transpose2d_matches_the_scatter_definition(case, dt):
     n, c, size, og, ks, s, p, op_, g, d = case
-    x, w, b = rand((n, c, *size), dt, 4), rand((c, og, *ks), dt, 5), rand((og * g,), dt, 6)
+    x, w, b = rand((n, c, *size), dt, 1), rand((c, og, *ks), dt, 2), rand((og * g,), dt, 3)
     kw = dict(stride=s, padding=p, output_padding=op_, groups=g, dilation=d)
+    got = P.conv_transpose2d(x, w, b, **kw)
     want = direct_conv_transpose(x, w, b, s, p, op_, g, d)
-    assert_close(P.conv_transpose2d(x, w, b, **kw), want, dt)
-    # The same kernel as one anchor of a traced program (renamed into the graph).
-    f = pypto.jit(lambda x, w, b: P.conv_transpose2d(x, w, b, **kw) * 2.0)
-    assert_close(f(x, w, b), 2.0 * want, dt)
+    assert_close(got, want, dt)
+    assert_close(P.conv_transpose2d.reference(x, w, b, **kw), want, dt)
 
 
 def test_conv_transpose2d_stride1_specials_stay_where_they_reach():
