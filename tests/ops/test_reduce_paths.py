@@ -191,21 +191,23 @@ def test_arg_extremes_of_long_rows_at_every_chunk_boundary(name):
 
 
 @pytest.mark.parametrize("name", ["sum", "mean", "nansum"])
-def test_float32_sums_read_as_streams_with_every_remainder(name):
-    """A float32 row is summed as GROUP streams plus the last R % GROUP elements
-    (``reduce._float_sum``): every row length from 1 to a few groups and at each schedule form.
+def test_float32_sums_read_in_blocks_with_every_remainder(name):
+    """A float32 row is summed in blocks of GROUP runs (the last block's runs shorter) plus the
+    last R % GROUP elements (``reduce._float_sum``): every row length from 1 to a few groups, rows
+    ending in a short block, and at each schedule form.
     Small integers are summed exactly in any order, so an element missed or read twice shows;
-    an inf or a NaN in a stream or in the remainder; values of mixed magnitude within the error
+    an inf or a NaN in a run or in the remainder; values of mixed magnitude within the error
     bound of float32 group sums accumulated in float64."""
-    from pypto.schedule.templates.reduce import GROUP
+    from pypto.schedule.templates.reduce import BLOCK, GROUP
 
     rng = np.random.default_rng(11)
     f = getattr(P, name)
-    for r in list(range(1, 3 * GROUP + 2)) + [2 * 16 * GROUP - 1, 2 * 16 * GROUP + 5, 4099]:
+    short = [3 * BLOCK * GROUP + 5 * GROUP + 3, 40 * BLOCK * GROUP + (BLOCK - 1) * GROUP + 7]
+    for r in list(range(1, 3 * GROUP + 2)) + [2 * 16 * GROUP - 1, 2 * 16 * GROUP + 5, 4099] + short:
         for o in (3, 40):
             x = rng.integers(-8, 9, (o, r)).astype(np.float32)
-            x[0, -1] = 1000.0                    # in the remainder (or the last stream)
-            x[1, 0] = -300.0                     # the first stream
+            x[0, -1] = 1000.0                    # in the remainder (or the last run)
+            x[1, 0] = -300.0                     # the first run
             if o > 2:
                 x[2, r // 2] = np.inf
             if o > 5:
@@ -224,7 +226,7 @@ def test_float32_sums_read_as_streams_with_every_remainder(name):
 
 
 def test_float32_sum_of_one_long_row_in_chunks_is_accurate():
-    """The full-reduction form (chunks of streams in parallel), for lengths around a chunk and
+    """The full-reduction form (chunks of blocks in parallel), for lengths around a chunk and
     with a remainder: against the exact float64 sum, and exactly for integers."""
     from pypto.schedule.templates.reduce import CHUNK, GROUP
 

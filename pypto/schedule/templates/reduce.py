@@ -27,9 +27,12 @@ FEW_ROWS = 8
 TASK_ELEMS = 4 * MIN_TASK_ELEMS
 #: Vectors of partial results per row, by op (default 2).
 _CHAINS = {"prod": 4}
-#: float32 sums read a row as this many streams, one step adding an element of each (see
-#: ``pypto.ops.reduce._float_sum``): their reduction runs over R // GROUP steps.
+#: float32 sums read a row in blocks of GROUP runs of BLOCK elements, one step adding element
+#: ``m % BLOCK`` of each run of a block (see ``pypto.ops.reduce._float_sum``): their reduction
+#: runs over R // GROUP steps, and their lane partials are BLOCK wide, so that each of a step's
+#: GROUP loads is one contiguous vector (a width that BLOCK does not divide makes them shuffles).
 GROUP = 8
+BLOCK = 16
 _GROUPED = ("sum", "mean", "nansum")
 
 
@@ -65,7 +68,7 @@ def row_reduction(built, dims, lanes: int) -> list:
     # Two vectors of partials per lane group hide the latency of the accumulating adds; a
     # product's multiplies want four (prod of float32 [256, 2048] on one core: 0.058 -> 0.043 ms
     # from two to four, torch 0.037).
-    width = _CHAINS.get(built.op.name, 2) * in_lanes
+    width = BLOCK if group > 1 else _CHAINS.get(built.op.name, 2) * in_lanes
     if n_o <= FEW_ROWS and n_r >= 4 * CHUNK:
         for f in reds:
             (k,) = f.updates[0]
