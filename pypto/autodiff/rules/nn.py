@@ -43,13 +43,8 @@ def _log_softmax(c):
 @rule("layer_norm")
 def _layer_norm(c):
     x, gamma, _ = c.inputs
-    dy = c.dy
-    xc = x - x.mean(axis=1, keepdims=True)
-    rstd = ops.rsqrt((xc * xc).mean(axis=1, keepdims=True) + c.params["eps"])
-    xhat = xc * rstd
-    g = dy * gamma
-    dx = rstd * (g - g.mean(axis=1, keepdims=True) - xhat * (g * xhat).mean(axis=1, keepdims=True))
-    return [dx, (dy * xhat).sum(axis=0), dy.sum(axis=0)]
+    dx, xhat = _norm_grad(x, c.dy, gamma, (1,), c.params["eps"])
+    return [dx, (c.dy * xhat).sum(axis=0), c.dy.sum(axis=0)]
 
 
 @rule("rms_norm")
@@ -296,15 +291,23 @@ def _lstm_cell(c):
 
 def _norm_grad(x, dy, gamma, axes, eps):
     """(dx, xhat) of y = (x - mean) rsqrt(var + eps) * gamma, statistics over ``axes`` (biased
-    variance): dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma."""
+    variance): dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma.
+
+    Written so that each reduction reads a product of its own, which the program folds into
+    the reduction's loop, and no product is shared with another reader (a shared one is
+    written out and read back): mean(g) reads dy gamma, mean(g xhat) reads dy (xhat gamma),
+    and dx scales dy by rstd gamma instead of reading g. At 4096x1024 float32 this took the
+    layer_norm backward from ~12 passes over the array to ~6 (the statistics, the two row
+    means, dx, and the caller's column sums each read x and dy once)."""
     def mean(t):
         return t.mean(axis=axes, keepdims=True)
 
     xc = x - mean(x)
     rstd = ops.rsqrt(mean(xc * xc) + eps)
     xhat = xc * rstd
-    g = dy * gamma
-    return rstd * (g - mean(g) - xhat * mean(g * xhat)), xhat
+    mg = mean(dy * gamma)
+    mgx = mean(dy * (xhat * gamma))
+    return (rstd * gamma) * dy - rstd * (mg + xhat * mgx), xhat
 
 
 @rule("group_norm")
