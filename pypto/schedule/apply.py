@@ -372,6 +372,15 @@ class Applier:
         self._target(d).atomic(d.get("override_associativity_test", False))
         self._say(d, "atomic()")
 
+    def _do_allow_race_conditions(self, i, d):
+        """Lets an update's RVar be vectorized or parallel where Halide cannot prove its writes
+        apart (a block copy over a 2-D RDom whose stores never meet: tile's)."""
+        self._stage(i, d)
+        if d.stage == 0:
+            self._fail(i, d, "allow_race_conditions applies to an update stage (stage >= 1)")
+        self._target(d).allow_race_conditions()
+        self._say(d, "allow_race_conditions()")
+
     def _do_async(self, i, d):
         self._check_not_output(i, d)
         self.funcs[d.func].async_()

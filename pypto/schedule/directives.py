@@ -86,6 +86,7 @@ GRAMMAR: dict[str, tuple[tuple[str, str], ...]] = {
     "align_bounds": (("var", "purevar"), ("modulus", "int:split"), ("remainder", "sint?")),
     "rfactor": (("pairs", "pairs"), ("intm", "name")),
     "atomic": (("override_associativity_test", "bool?"),),
+    "allow_race_conditions": (),
     "async": (),
     "prefetch": (("input", "func"), ("at", "var"), ("from", "var"), ("offset", "int:prefetch_offset?"),
                  ("strategy", "enum:PREFETCH_STRATEGIES?")),

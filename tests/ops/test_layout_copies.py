@@ -1,5 +1,5 @@
 """Layout copies at the forms their default schedules take apart: tile and roll as block copies
-(one per copy, one for the wrap-around), the unit-stride specialization of copies along a middle
+(tile's one over every copy, roll's body and its wrap-around), the unit-stride specialization of copies along a middle
 axis with I = 1 (and the general branch, for arrays whose middle axis is not unit-stride), rows
 in parallel tasks of many rows. NumPy is the reference throughout."""
 
@@ -48,8 +48,32 @@ def _strided(shape, dtype):
 def test_tile_kernel_every_copy_count(shape):
     tile = get_op("tile")
     x = _data(shape, "float32")
-    for reps in (1, 2, 3, 8, 9):        # 9: past the block copies, t % A
+    for reps in (1, 2, 3, 8, 9, 17):
         np.testing.assert_array_equal(tile.kernel(x, reps=reps), np.tile(x, (1, reps, 1)))
+
+
+@pytest.mark.parametrize("shape,reps", [((1001, 67, 1), 3), ((40, 1200, 1), 2), ((7, 13, 9), 5),
+                                        ((1, 70001, 1), 2), ((5, 3, 1), 40)])
+def test_tile_kernel_writes_every_element_of_a_poisoned_output(shape, reps):
+    """Tile's one block copy over (copy, run) fills the whole output: nothing of a NaN-filled
+    ``out=`` is left, in the vectorized race-free form (I = 1, A of a vector or more) and the
+    others."""
+    x = _data(shape, "float32")
+    out = np.full((shape[0], shape[1] * reps, shape[2]), np.nan, np.float32)
+    get_op("tile").kernel(x, reps=reps, out=out)
+    np.testing.assert_array_equal(out, np.tile(x, (1, reps, 1)))
+
+
+def test_tile_default_copies_each_row_in_one_pass():
+    """One update writes all copies of a row before the next row (one pass over the output; a
+    pass per copy read x again each time), its run vectorized with the stores declared apart."""
+    built, sched = _default("tile", {"O": 64, "A": 512, "I": 1, "T": 1536}, {"reps": 3})
+    assert len(built.funcs["out"].updates) == 1
+    assert len(built.funcs["out"].updates[0]) == 2          # the run, then the copies
+    ops_ = [d.op for d in sched.directives if d.stage == 1]
+    assert "allow_race_conditions" in ops_ and "vectorize" in ops_
+    _, wide = _default("tile", {"O": 64, "A": 512, "I": 16, "T": 1536}, {"reps": 3})
+    assert not any(d.op == "allow_race_conditions" for d in wide.directives)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -153,4 +177,4 @@ def test_specialize_directive_names_the_buffers_it_conditions_on():
 def test_specialized_kernel_is_the_one_a_call_gets():
     op = get_op("tile")
     k = get_kernel(op, ("float32",), {"reps": 2}, {"O": 64, "A": 512, "I": 1, "T": 1024})
-    assert sum("specialize" in line for line in k.python) == 2
+    assert sum("specialize" in line for line in k.python) == 1     # tile's one block copy

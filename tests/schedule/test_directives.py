@@ -24,7 +24,7 @@ def test_every_directive_round_trips_through_json():
         D("fold_storage", "f", var="y", extent=4), D("store_in", "f", memory="stack"),
         D("bound", "out", var="x", min=0, extent=64), D("bound_extent", "out", var="x", extent=64),
         D("align_bounds", "f", var="x", modulus=8), D("rfactor", "s", 1, pairs=[["ri", "u"]], intm="s_i"),
-        D("atomic", "s", 1), D("async", "f"),
+        D("atomic", "s", 1), D("allow_race_conditions", "out", 1), D("async", "f"),
         D("prefetch", "out", input="a", at="y", **{"from": "y"}, offset=2),
         D("wrap", "b", consumer="acc", **{"as": "b_tile"}),
         D("specialize", "out", 1, unit_stride=1),

@@ -56,21 +56,24 @@ def _oai_copy(built, dims, lanes):
 
 def _block_copies(built, dims, lanes):
     """tile and roll: ``out`` has an undefined pure definition and block copies (updates over
-    an RDom along the middle axis A). Each copy is vectorized along I when I is a vector or
-    more, else along its run of A (with the unit stride of A specialized when I = 1); a copy
-    shorter than a vector (roll's wrap-around by a small shift) runs as it is. Rows run in
+    an RDom along the middle axis A; tile's one update also runs over the copies, outside A).
+    Each copy is vectorized along I when I is a vector or more, else along its run of A (with
+    the unit stride of A specialized when I = 1; tile's stores, which Halide cannot prove apart
+    across copies, are said to be race-free: each (a, k) writes its own element k * A + a); a
+    copy shorter than a vector (roll's wrap-around by a small shift) runs as it is. Rows run in
     parallel, or the runs of I for a single row."""
     info = built.funcs["out"]
-    if not info.updates:            # tile of many copies: t % A
-        return _oai_copy(built, dims, lanes)
     n_i, n_a, n_o = dims.get("I", 1), dims.get("A", 1), dims.get("O", 1)
     ds = []
     shift = built.params.get("shift", 0)
-    runs = [n_a - shift, shift] if built.op.name == "roll" else [n_a] * len(info.updates)
+    tiled = built.op.name == "tile"
+    runs = [n_a - shift, shift] if not tiled else [n_a]
     for u, (rvars, run) in enumerate(zip(info.updates, runs)):
         st = u + 1
         rx = rvars[0]
         base = rx.replace("$", "_")
+        # Elements one row of this stage writes (all of tile's copies).
+        row = run * n_i * (built.params.get("reps", 1) if tiled else 1)
         if n_i >= lanes:
             ds.append(D("reorder", "out", st, vars=["i", *rvars, "o"]))
             if n_o < 2 and n_i >= 2 * MIN_TASK_ELEMS:
@@ -86,10 +89,12 @@ def _block_copies(built, dims, lanes):
                      tail="guard_with_if"),
                    D("vectorize", "out", st, var="i_v")]
         elif run >= lanes:
+            if tiled:
+                ds.append(D("allow_race_conditions", "out", st))
             ds += [D("split", "out", st, var=rx, outer=f"{base}_o", inner=f"{base}_v",
                      factor=lanes, tail="guard_with_if"),
                    D("vectorize", "out", st, var=f"{base}_v")]
-        ds += _rows_parallel(st, n_o, run * n_i)
+        ds += _rows_parallel(st, n_o, row)
         if n_i == 1 and run >= lanes:
             ds.append(D("specialize", "out", st, unit_stride=1))
         if not any(d.stage == st for d in ds):
