@@ -462,6 +462,14 @@ def _convt_frontend(nsp, name):
     return frontend
 
 
+def _phase_taps(nsp: int, dil: int) -> bool:
+    """True when a strided axis of a transposed convolution loops over its phase's taps only
+    (2-D, no dilation along the axis): a phase's taps are then every s-th, a dense sub-kernel,
+    and each phase is a plain convolution of the input (the default schedule blocks it in
+    registers as conv2d's)."""
+    return nsp == 2 and dil == 1
+
+
 def _convt_algorithm(x, w, bias, p, nsp, dims):
     """out[n, o, *j] = bias[o] + the sum over c, *k of x[n, g C/groups + c, *i] *
     w[g C/groups + c, o % (O/groups), *k] over the taps with j = i stride + k dil - pad."""
@@ -471,33 +479,48 @@ def _convt_algorithm(x, w, bias, p, nsp, dims):
     groups = p["groups"]
     xp = zero_padded(x, "x_pad", [getattr(dims, i) for i, _, _, _ in axes], [0] * nsp,
                      force=True)
-    r = hl.RDom([hl.Range(0, getattr(dims, k)) for _, k, _, _ in axes]
-                + [hl.Range(0, dims.C / groups)], "r")
+    ranges = []
+    for _, k, _, sfx in axes:
+        s = p[f"stride{sfx}"]
+        phased = s > 1 and _phase_taps(nsp, p[f"dil{sfx}"])
+        ranges.append(hl.Range(0, (getattr(dims, k) + s - 1) / s if phased else getattr(dims, k)))
+    r = hl.RDom(ranges + [hl.Range(0, dims.C / groups)], "r")
     rc = r[nsp]
     chan = rc if groups == 1 else (o / dims.OG) * (dims.C / groups) + rc
     och = o if groups == 1 else o % dims.OG
-    acc_args, out_index, at = [], [], []
+    acc_args, out_index, at, taps = [], [], [], []
     pred = None
-    for j, (v, (_, _, name, sfx)) in enumerate(zip(ov, axes)):
+    for j, (v, (_, k, name, sfx)) in enumerate(zip(ov, axes)):
         s, pad, d = p[f"stride{sfx}"], p[f"pad{sfx}"], p[f"dil{sfx}"]
         t = r[j]
         if s == 1:
             acc_args.append(v)
             out_index.append(v)
             at.append(v + pad - t * d)
+            taps.append(t)
             continue
         q, ph = hl.Var(f"q{name[1:].lower()}"), hl.Var(f"p{name[1:].lower()}")
         acc_args += [q, ph]
         out_index += [v / s, v % s]
-        reach = ph + pad - t * d           # the input this tap reaches is q + reach / s
-        at.append(q + reach / s)
-        cond = (reach % s) == 0
+        if _phase_taps(nsp, d):
+            # The RDom runs over the taps of phase ph only: k = (ph + pad) % s + s j reaches
+            # input q + (ph + pad) / s - j (no tap skipped inside the loop; past the kernel's
+            # end when K is not a multiple of s, which the predicate drops).
+            tap = (ph + pad) % s + s * t
+            taps.append(hl.min(tap, getattr(dims, k) - 1))    # bounds: the predicate's reach
+            at.append(q + (ph + pad) / s - t)
+            cond = tap < getattr(dims, k)
+        else:
+            reach = ph + pad - t * d           # the input this tap reaches is q + reach / s
+            at.append(q + reach / s)
+            taps.append(t)
+            cond = (reach % s) == 0
         pred = cond if pred is None else pred & cond
     if pred is not None:
         r.where(pred)
     acc = hl.Func("acc")
     acc[(*acc_args, o, n)] = bias[o]
-    acc[(*acc_args, o, n)] += w[(*[r[j] for j in range(nsp)], och, chan)] * xp[(*at, chan, n)]
+    acc[(*acc_args, o, n)] += w[(*taps, och, chan)] * xp[(*at, chan, n)]
     out = hl.Func("out")
     out[(*ov, o, n)] = acc[(*out_index, o, n)]
     return out

@@ -219,10 +219,86 @@ def _stride1_as_conv2d(built, dims, lanes) -> list:
     return out
 
 
+def _phases_as_conv2d(built, dims, lanes) -> list:
+    """conv_transpose2d with a stride whose phases loop over their own taps only (the RDom
+    runs over every s-th tap, from the phase's first): ``acc[qw, pw, qh, ph, o, n]`` is, for
+    each phase (pw, ph), a dense convolution of the input. ``acc`` is computed per register tile
+    of ``out`` (s x vectors of columns, s x rows, output channels; every phase of the tile), its
+    update as conv2d's per phase: the phases unrolled outside the reduction (input channel,
+    then taps), vectors along qw, rows and output channels unrolled inside it, so each phase's
+    sums stay in registers. ``out`` interleaves the phases as it loads them. (The per-plane
+    phase schedule kept its sums in memory.)"""
+    axes = {}
+    for a, out_dim, stride in (("w", "OW", "stride_w"), ("h", "OH", "stride_h")):
+        s = built.params[stride]
+        axes[a] = (s, f"q{a}" if s > 1 else f"o{a}", f"p{a}" if s > 1 else None,
+                   -(-dims[out_dim] // s))
+    sw, aw, apw, n_w = axes["w"]
+    sh, ah, aph, n_h = axes["h"]
+    vec = _vec(n_w, lanes)
+    nv, rb, ob = _conv_tile(n_w, n_h, dims["O"], vec)
+    # The output's origin made known (0): a tile of s x vec columns from an even column then
+    # needs vec sums per phase (with the origin a run-time value, one more).
+    d = [D("bound", "out", var="ow", min=0, extent=dims["OW"]),
+         D("bound", "out", var="oh", min=0, extent=dims["OH"])]
+    tile, w_outer, h_outer, o_outer = [], "ow", "oh", "o"
+    ovec = _vec(dims["OW"], lanes)
+    if sw * vec * nv > 1 and dims["OW"] >= sw * vec * nv:
+        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=sw * vec * nv))
+        tile.append("owi")
+        w_outer = "owo"
+    if sh * rb > 1 and dims["OH"] >= sh * rb:
+        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=sh * rb))
+        tile.append("ohi")
+        h_outer = "oho"
+    if ob > 1:
+        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
+        tile.append("oi")
+        o_outer = "oo"
+    d.append(D("reorder", "out", vars=[*tile, w_outer, h_outer, o_outer, "n"]))
+    if ovec > 1 and w_outer == "owo":
+        d.append(D("vectorize", "out", var="owi", factor=ovec))
+    d += _parallel_blocks("out", h_outer, o_outer, -(-dims["OH"] // (sh * rb)),
+                          -(-dims["O"] // ob))
+    d.append(D("compute_at", "acc", at="out", var=w_outer))
+    if vec > 1:
+        d.append(D("vectorize", "acc", var=aw, factor=vec))
+    phases = [v for v in (apw, aph) if v]
+    for v in phases:
+        d.append(D("unroll", "acc", var=v))
+    if ob > 1:
+        d.append(D("unroll", "acc", var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", var=ah, factor=rb))
+    inner = [aw]
+    if vec > 1:
+        d.append(D("split", "acc", 1, var=aw, outer="awv_o", inner="awv", factor=vec))
+        inner = ["awv", "awv_o"]
+    d.append(D("reorder", "acc", 1, vars=[*inner, ah, "o", "r$z", "r$x", "r$y", *phases,
+                                          "n"]))
+    if vec > 1:
+        d.append(D("vectorize", "acc", 1, var="awv"))
+        if nv > 1:
+            d.append(D("unroll", "acc", 1, var="awv_o", factor=nv))
+    elif nv > 1:
+        d.append(D("unroll", "acc", 1, var=aw, factor=nv))
+    if ob > 1:
+        d.append(D("unroll", "acc", 1, var="o", factor=ob))
+    if rb > 1:
+        d.append(D("unroll", "acc", 1, var=ah, factor=rb))
+    for v in phases:
+        d.append(D("unroll", "acc", 1, var=v))
+    return d + _pad(built, dims["W"], lanes, None, ["i0", "ic", "i1", "inb"])
+
+
 @template("conv_transpose2d")
 def _conv_transpose2d(built, dims, lanes):
-    if built.params["stride_h"] == 1 and built.params["stride_w"] == 1:
+    p = built.params
+    if p["stride_h"] == 1 and p["stride_w"] == 1:
         return _stride1_as_conv2d(built, dims, lanes)
+    if all(p[f"dil_{a}"] == 1 for a in "hw" if p[f"stride_{a}"] > 1):
+        # the algorithm loops over each phase's taps (ops/conv.py, _phase_taps)
+        return _phases_as_conv2d(built, dims, lanes)
     return _transposed(built, dims, lanes, [("OW", "stride_w"), ("OH", "stride_h")])
 
 
