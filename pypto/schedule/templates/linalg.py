@@ -304,11 +304,46 @@ def _fit(knobs: dict) -> dict:
     return knobs
 
 
-@template("matmul", knobs=GEMM_KNOBS)
+#: The matrix product's knobs: as the batched products', where the sums live (``acc``) and
+#: ``"auto"`` row tiles, both resolved by :func:`_fit_matmul`.
+MATMUL_KNOBS = {**GEMM_KNOBS, "ty": ("auto",) + GEMM_KNOBS["ty"],
+                "acc": ("auto", "register", "tile")}
+#: Row tiles are halved (down to MIN_TILE_ROWS rows) while a matrix product has fewer parallel
+#: tasks than this, so that a few threads get even shares (64^3 made 3 tasks, 128^3 made 6).
+#: Not more: at 256^3 (11 tasks of 24 columns) two row tiles staged every column panel twice and
+#: ran 2-3% slower on two threads (median of 150 single calls, under load).
+MIN_TASKS = 8
+MIN_TILE_ROWS = 32
+
+
+def _fit_matmul(dims, knobs: dict, lanes: int) -> dict:
+    """The matrix product's knobs with ``"auto"`` resolved for ``dims``: sums in registers when k
+    fits one k block (no tile buffer to clear, reload per k block and copy to the output, as in
+    the batched products), else a k-blocked tile buffer; row tiles of TY rows, halved while
+    there are fewer than MIN_TASKS tasks.
+
+    With k in one block the tile buffer was the slower: float32, one thread, CPU time, median of
+    60 calls, under load: 256^3 0.783 against 0.748 ms, 512^3 4.21 against 4.07 (NumPy 0.69,
+    3.60); two threads, wall time, median of 150-200 single calls, under load: 256^3 0.92-0.96
+    against 0.84-0.89 ms. At 1024^3 and beyond (k over one block) nothing changes."""
+    knobs = {"acc": "auto", "ty": "auto", **knobs}
+    M, K, N = dims["M"], dims["K"], dims["N"]
+    if knobs["acc"] == "auto":
+        knobs["acc"] = "register" if K <= knobs.get("kc", KC) else "tile"
+    if knobs["ty"] == "auto":
+        knobs["ty"] = TY
+        tx = _columns(N, lanes, _fit(dict(knobs)).get("reg_vectors", REG_VECTORS))[1]
+        while (-(-N // tx) * -(-M // knobs["ty"]) < MIN_TASKS
+               and knobs["ty"] // 2 >= MIN_TILE_ROWS):
+            knobs["ty"] //= 2
+    return _fit(knobs)
+
+
+@template("matmul", knobs=MATMUL_KNOBS)
 def _matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], **_fit(knobs))
+                           K=dims["K"], **_fit_matmul(dims, knobs, lanes))
 
 
 #: Batched products (batch_matmul, einsum, baddbmm) also choose where the sums live (``acc``, see

@@ -1,0 +1,104 @@
+"""matmul's default CPU schedule: where the sums live, how many parallel tasks, and that every
+placement the tuner may pick stays correct (against a float64 NumPy product)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import assert_close, rand
+
+
+def _built(dtype="float32"):
+    import pypto
+    from pypto.compiler.lower import build
+
+    return build(pypto.get_op("matmul"), (dtype, dtype), {})
+
+
+def _default(dims, dtype="float32"):
+    from pypto.compiler import targets
+    from pypto.schedule.defaults import default_schedule
+
+    return default_schedule(_built(dtype), dims, targets.host()).directives
+
+
+def _tasks(ds, dims) -> int:
+    """Parallel tasks of a blocked product: output tiles of (column split) x (row split)."""
+    n = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "n")
+    m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
+    return -(-dims["N"] // n.get("factor")) * -(-dims["M"] // m.get("factor"))
+
+
+def test_sums_live_in_registers_when_k_fits_one_block():
+    # k within one k block (512): each register block's sums stay in registers over all of k
+    # (acc computed at the output's register-block loop), with no tile buffer cleared and copied
+    # out. Longer k keeps the k-blocked tile buffer (1024^3 and 2048^3 are unchanged).
+    for s, at in ((256, "mio"), (512, "mio"), (300, "mio"), (1024, "tile"), (2048, "tile")):
+        dims = {"M": s, "K": s, "N": s}
+        placed = [d.get("var") for d in _default(dims) if d.op == "compute_at" and d.func == "acc"]
+        assert placed == [at], (s, placed)
+    placed = [d.get("var") for d in _default({"M": 64, "K": 513, "N": 256})
+              if d.op == "compute_at" and d.func == "acc"]
+    assert placed == ["tile"], placed
+
+
+def test_small_products_are_cut_into_enough_tasks():
+    # 64^3 made 3 tasks of 24 columns (2 against 1 on two threads) and 128^3 made 6; row tiles
+    # are halved until there are at least MIN_TASKS, but never below MIN_TILE_ROWS rows, and
+    # products that already have enough tasks keep whole row tiles.
+    from pypto.schedule.templates.linalg import MIN_TASKS, MIN_TILE_ROWS, TY
+
+    for dims in ({"M": 64, "K": 64, "N": 64}, {"M": 128, "K": 128, "N": 128},
+                 {"M": 96, "K": 2048, "N": 100}, {"M": 256, "K": 256, "N": 256},
+                 {"M": 512, "K": 512, "N": 512}, {"M": 40, "K": 300, "N": 48}):
+        ds = _default(dims)
+        m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
+        assert _tasks(ds, dims) >= MIN_TASKS or m.get("factor") < 2 * MIN_TILE_ROWS, (dims, ds)
+    for s in (256, 512, 1024):
+        ds = _default({"M": s, "K": s, "N": s})
+        m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
+        assert m.get("factor") == min(s, TY), (s, m)
+
+
+SHAPES = [
+    {"M": 130, "K": 70, "N": 40},    # rows not a multiple of the register block
+    {"M": 33, "K": 600, "N": 19},    # k over one k block; columns under one register block
+    {"M": 20, "K": 64, "N": 5},      # columns narrower than a vector
+    {"M": 70, "K": 512, "N": 90},    # k exactly one block
+    {"M": 64, "K": 64, "N": 64},     # row tiles halved for enough tasks
+]
+
+POINTS = [{}, {"acc": "register"}, {"acc": "tile"},
+          {"acc": "register", "ty": 32, "ry": 6, "reg_vectors": 2, "ku": 1, "stage": False},
+          {"acc": "tile", "ty": 32, "kc": 64, "ry": 3}]
+
+
+@pytest.mark.parametrize("dims", SHAPES, ids=lambda d: "x".join(str(d[k]) for k in "MKN"))
+def test_every_placement_of_the_sums_is_right(dims):
+    # Each point is compiled and run into a poisoned output, so a value left unwritten shows.
+    import pypto
+    from pypto.compiler import targets
+    from pypto.compiler.jit import compile_built
+    from pypto.runtime import run_kernel
+    from pypto.schedule.defaults import template_knobs, template_schedule, vector_lanes
+    from pypto.schedule.schedule import Schedule
+
+    op = pypto.get_op("matmul")
+    knobs = template_knobs("matmul")
+    assert knobs["acc"][0] == "auto" and knobs["ty"][0] == "auto"
+    M, K, N = dims["M"], dims["K"], dims["N"]
+    for i, point in enumerate(POINTS):
+        for dtype in ("float32", "float64") if i < 2 else ("float32",):
+            a, b = rand((M, K), dtype, seed=2 * i), rand((K, N), dtype, seed=2 * i + 1)
+            want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+            built = _built(dtype)
+            lanes = vector_lanes(targets.host(), dtype)
+            sched = Schedule(op="matmul", directives=tuple(
+                template_schedule(built, dims, lanes, point)))
+            k = compile_built(built, sched, targets.host(), source="test point")
+            out = np.full((M, N), np.nan, dtype)
+            run_kernel(k, op, [a, b], dims, [out])
+            tol = dict(rtol=1e-4, atol=1e-5 * max(1.0, K ** 0.5 * 4)) if dtype == "float32" \
+                else dict(rtol=1e-12, atol=1e-12 * K)
+            assert_close(out, want.astype(dtype), **tol, err_msg=f"{dims} {point} {dtype}")
