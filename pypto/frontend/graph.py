@@ -305,7 +305,7 @@ class Lowering:
         # A pointwise value whose one reader is a reduction is folded into the reduction's loop
         # (which reads each element once), not written out and read back: the layer_norm
         # backward's (x - mean)^2, g * xhat and dy * xhat were passes of their own (its
-        # value_and_grad at 4096x1024, one thread: ~94 -> ~66 ms CPU, under load).
+        # vjp(jit) backward at 4096x1024, one thread: ~94 -> ~66 ms CPU, under load).
         for name in list(self.materialize):
             if name not in self.mat_keep and self._uses(name) == 1:
                 self.materialize.discard(name)
