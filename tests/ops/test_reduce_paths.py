@@ -194,7 +194,7 @@ def test_arg_extremes_of_long_rows_at_every_chunk_boundary(name):
 def test_float32_sums_read_in_blocks_with_every_remainder(name):
     """A float32 row is summed in blocks of GROUP runs (the last block's runs shorter) plus the
     last R % GROUP elements (``reduce._float_sum``): every row length from 1 to a few groups, rows
-    ending in a short block, and at each schedule form.
+    ending in a short block, with runs of BLOCK elements and long runs, and at each schedule form.
     Small integers are summed exactly in any order, so an element missed or read twice shows;
     an inf or a NaN in a run or in the remainder; values of mixed magnitude within the error
     bound of float32 group sums accumulated in float64."""
@@ -202,7 +202,8 @@ def test_float32_sums_read_in_blocks_with_every_remainder(name):
 
     rng = np.random.default_rng(11)
     f = getattr(P, name)
-    short = [3 * BLOCK * GROUP + 5 * GROUP + 3, 40 * BLOCK * GROUP + (BLOCK - 1) * GROUP + 7]
+    short = [3 * BLOCK * GROUP + 5 * GROUP + 3, 40 * BLOCK * GROUP + (BLOCK - 1) * GROUP + 7,
+             GROUP * 2048, GROUP * 1500 + 3, GROUP * (2 * 4096 + 1500) + 5]       # long runs
     for r in list(range(1, 3 * GROUP + 2)) + [2 * 16 * GROUP - 1, 2 * 16 * GROUP + 5, 4099] + short:
         for o in (3, 40):
             x = rng.integers(-8, 9, (o, r)).astype(np.float32)
