@@ -53,11 +53,12 @@ def test_tile_kernel_every_copy_count(shape):
 
 
 @pytest.mark.parametrize("shape,reps", [((1001, 67, 1), 3), ((40, 1200, 1), 2), ((7, 13, 9), 5),
-                                        ((1, 70001, 1), 2), ((5, 3, 1), 40)])
+                                        ((1, 70001, 1), 2), ((5, 3, 1), 40),
+                                        ((300, 1, 5), 40), ((300, 2, 6), 9)])
 def test_tile_kernel_writes_every_element_of_a_poisoned_output(shape, reps):
     """Tile's one block copy over (copy, run) fills the whole output: nothing of a NaN-filled
-    ``out=`` is left, in the vectorized race-free form (I = 1, A of a vector or more) and the
-    others."""
+    ``out=`` is left, in the vectorized race-free form (I = 1, A of a vector or more), with I
+    in narrower vectors (4 <= I < 8 and a short run), and the others."""
     x = _data(shape, "float32")
     out = np.full((shape[0], shape[1] * reps, shape[2]), np.nan, np.float32)
     get_op("tile").kernel(x, reps=reps, out=out)
