@@ -65,6 +65,18 @@ def test_tile_kernel_writes_every_element_of_a_poisoned_output(shape, reps):
     np.testing.assert_array_equal(out, np.tile(x, (1, reps, 1)))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_roll_kernel_with_i_narrower_than_a_vector(dtype):
+    """Roll's copies with 4 <= I < 8: runs shorter than a vector (the wrap-around of a small
+    shift) take I in narrower vectors; every shift against NumPy, into a poisoned ``out=``."""
+    x = _data((300, 11, 5), dtype)
+    for shift in (0, 1, 3, 8, 10):
+        out = np.ones_like(x) if dtype == "bool" else np.full_like(x, 7)
+        out[...] = ~x if dtype == "bool" else x + 1
+        get_op("roll").kernel(x, shift=shift, out=out)
+        np.testing.assert_array_equal(out, np.roll(x, shift, axis=1))
+
+
 def test_tile_default_copies_each_row_in_one_pass():
     """One update writes all copies of a row before the next row (one pass over the output; a
     pass per copy read x again each time), its run vectorized with the stores declared apart."""
