@@ -236,6 +236,16 @@ def _einsum_frontend(*args, **kwargs):
     if not operands:
         raise ParamError(f"{name}: give at least one operand after the subscripts")
     ops = [as_array(x, name, f"operands[{i}]") for i, x in enumerate(operands)]
+    key = None
+    if (len(ops) == 2 and isinstance(subscripts, str)
+            and all(type(x) is np.ndarray and x.flags.writeable for x in ops)):
+        # A signature seen before passed every check below (a plan is stored only then): the
+        # checks, dtype names above all, cost more than the kernel call at small sizes.
+        key = (subscripts, *[(x.dtype, x.shape, x.strides) for x in ops])
+        plan = _PLANS.get(key)
+        if plan is not None:
+            return einsum.kernel(ops[0].reshape(plan[0]), ops[1].reshape(plan[1])).reshape(
+                plan[2])
     dts = {x.dtype for x in ops}
     if len(dts) > 1:
         raise DtypeError(f"{name}: the operands must share one dtype, got "
@@ -245,14 +255,6 @@ def _einsum_frontend(*args, **kwargs):
     if dt.name not in _MATMUL_DTYPES:
         raise DtypeError(f"{name}: operands of dtype {dt.name} are not supported; use one of "
                          f"{', '.join(_MATMUL_DTYPES)}")
-    key = None
-    if (len(ops) == 2 and isinstance(subscripts, str)
-            and all(type(x) is np.ndarray and x.flags.writeable for x in ops)):
-        key = (subscripts, *[(x.dtype, x.shape, x.strides) for x in ops])
-        plan = _PLANS.get(key)
-        if plan is not None:
-            return einsum.kernel(ops[0].reshape(plan[0]), ops[1].reshape(plan[1])).reshape(
-                plan[2])
     labels, out = _parse(subscripts, [x.shape for x in ops])
     arrs = []
     for i, (x, ls) in enumerate(zip(ops, labels)):
