@@ -94,3 +94,14 @@ def test_default_schedule_blocks_each_phase_in_registers():
     assert {"pw", "ph"} <= unrolled
     order = next(d.get("vars") for d in ds if d.op == "reorder" and d.func == "acc")
     assert order.index("r$z") < order.index("pw") and order.index("r$z") < order.index("ph")
+
+
+def test_strided_conv_transpose2d_inside_a_program_with_an_epilogue():
+    """In a traced program the phase schedule (with its bounds on ``out``) moves to the
+    pointwise chain that ends at the output; the result is the eager one's."""
+    import pypto
+
+    x, w = rand((2, 6, 9, 7), "float32", 11), rand((6, 5, 3, 4), "float32", 12)
+    f = pypto.jit(lambda x, w: P.relu(P.conv_transpose2d(x, w, stride=2, padding=1)) * 2.0)
+    want = np.maximum(scatter(x, w, np.zeros(5, np.float32), (2, 2), (1, 1), (0, 0), 1), 0) * 2
+    assert_close(f(x, w), want.astype(np.float32), "float32")
