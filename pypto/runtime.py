@@ -215,6 +215,19 @@ def check_out(op_name: str, out: Any, specs, names: Sequence[str] = (), *,
     return views
 
 
+def overlaps(outs: Sequence[Any], arrays: Sequence[Any]) -> bool:
+    """Whether an output may share memory with an input (by address bounds, so interleaved views
+    count too). Kernels read and write in vectors and tiles, and a vector tail shifted inwards
+    re-reads elements already written: a call writing over its own input computes into new
+    outputs and copies them in, as NumPy does where its loops could not run in place."""
+    for o in outs:
+        if type(o) is np.ndarray:
+            for a in arrays:
+                if type(a) is np.ndarray and np.may_share_memory(o, a):
+                    return True
+    return False
+
+
 def _fitting(out: Any, specs) -> list[np.ndarray] | None:
     """``out`` (a public call's) viewed as the kernel's outputs when it fits them exactly in count,
     dtype, element count and layout; else None (the frontend's result is then copied into it)."""
@@ -296,17 +309,31 @@ def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np
 
     kernel = get_kernel(op, dtypes, params, dims)
     specs = out_specs(op, kernel, dims)
+    dest = None
     if out is not None:
         outs = check_out(op.name, out, specs, [t.name for t in op.outputs])
+        if overlaps(outs, arrays):
+            dest, outs = outs, new_outputs(specs)
     else:
-        outs = (pending is not None and _fitting(pending, specs)) or new_outputs(specs)
+        outs = (pending is not None and _fitting(pending, specs)) or None
+        if outs is None or overlaps(outs, arrays):
+            outs = new_outputs(specs)
     try:
-        return run_kernel(kernel, op, arrays, dims, outs), kernel
+        return _into(dest, run_kernel(kernel, op, arrays, dims, outs)), kernel
     except ExecutionError:
         if not kernel.source.startswith("database"):
             raise
     kernel = fallback_kernel(op, dtypes, params, dims, kernel)
-    return run_kernel(kernel, op, arrays, dims, outs), kernel
+    return _into(dest, run_kernel(kernel, op, arrays, dims, outs)), kernel
+
+
+def _into(dest: list[np.ndarray] | None, outs: list[np.ndarray]) -> list[np.ndarray]:
+    """``outs`` copied into ``dest`` (the caller's out= where it overlapped an input)."""
+    if dest is None:
+        return outs
+    for d, o in zip(dest, outs):
+        np.copyto(d, o)
+    return dest
 
 
 #: Plug-in point of the program frontend (``pypto.frontend``, a layer above this one): the traced
@@ -446,11 +473,14 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
         if plan is not None and plan.gen == _jit.generation:
             if pending is None:
                 outs = plan.outputs(out)
+                if out is not None and outs is not None and overlaps(outs, args):
+                    outs = None     # writes over an input: the checked way computes and copies
             else:
                 # The public call's out= offered through its frontend: written in place when it
                 # fits the kernel's outputs exactly (viewed in their shapes), else the checked way.
                 outs = _fitting(pending, plan.specs)
-                if outs is not None and any(o.strides != st for o, st in zip(outs, plan.strides)):
+                if outs is not None and (any(o.strides != st for o, st in zip(outs, plan.strides))
+                                         or overlaps(outs, args)):
                     outs = None
             if outs is not None:
                 try:
@@ -583,6 +613,8 @@ def call_public(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = N
                         else [pool.empty(shape, dt) for shape, dt in p.specs])
             else:
                 outs = p.outputs(out)
+                if outs is not None and overlaps(outs, args):
+                    outs = None     # writes over an input: the frontend's way, then a copy
             if outs is not None:
                 kp = p.kplan
                 try:

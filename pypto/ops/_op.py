@@ -302,14 +302,16 @@ class Op:
         this kernel) the result is checked against ``out`` and copied into it once. Frontends
         need no code for this: new ops get ``out=`` by being declared.
         """
-        from ..runtime import out_arrays, out_stats, pending_out
+        from ..runtime import out_arrays, out_stats, overlaps, pending_out
 
         # What can be checked before anything runs; shapes and dtypes are checked against the
         # kernel's outputs when it is called, and against the frontend's result here after.
         # The count is the public result's, which may differ from the kernel's (a frontend that
         # splits or combines outputs), so any count is taken here and compared after the call.
         outs = out_arrays(self.name, out, None)
-        pend = [self, out, False]
+        # ``out`` over one of the arguments: the kernels must not write it while the frontend
+        # may still read that argument, so the result is computed new and copied in.
+        pend = [None if overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
         token = pending_out.set(pend)
         try:
             if self.frontend is not None:
