@@ -94,6 +94,37 @@ def test_extremes_with_special_values(shape, dtype, name):
     np.testing.assert_array_equal(got, want)               # NaN == NaN, -0.0 == 0.0
 
 
+_EDGE_BITS = {
+    "float32": [0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0xFF800001, 0xFFC00000, 0xFFFFFFFF,  # NaNs
+                0x7F800000, 0xFF800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x80000001,
+                0x00000000, 0x80000000, 0x3F800000, 0xBF800000],
+    "float64": [0x7FF0000000000001, 0x7FF8000000000000, 0x7FFFFFFFFFFFFFFF, 0xFFF0000000000001,
+                0xFFF8000000000000, 0xFFFFFFFFFFFFFFFF, 0x7FF0000000000000, 0xFFF0000000000000,
+                0x7FEFFFFFFFFFFFFF, 0xFFEFFFFFFFFFFFFF, 0x0000000000000001, 0x8000000000000001,
+                0x0000000000000000, 0x8000000000000000, 0x3FF0000000000000, 0xBFF0000000000000],
+}
+
+
+@pytest.mark.parametrize("r", [2, 40, 140_000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_extremes_of_every_pair_of_edge_bit_patterns(r, dtype, name):
+    """max/min move the keys of one sign of NaN round the end of the integer key range
+    (``reduce._nan_key``): every pair of the NaNs with the lowest and highest payloads of both
+    signs, the infinities, the largest finite values, the smallest denormals and the zeros, in a
+    row of ones, gives NumPy's answer (a NaN for any NaN), as a row that is then also one of
+    few long rows (chunks in parallel) or of a short row. (The sign of a zero extreme is
+    unspecified, as in NumPy.)"""
+    bits = _EDGE_BITS[dtype]
+    edges = np.array(bits, np.uint32 if dtype == "float32" else np.uint64).view(dtype)
+    pairs = [(i, j) for i in range(len(edges)) for j in range(len(edges))]
+    x = np.ones((len(pairs), r), dtype)
+    for row, (i, j) in enumerate(pairs):
+        x[row, 0] = edges[i]
+        x[row, r - 1] = edges[j]
+    np.testing.assert_array_equal(getattr(P, name)(x, axis=1), _numpy(name, x))  # -0.0 == 0.0
+
+
 @pytest.mark.parametrize("shape", [(13, 33), (70, 100), (5, 2048), (2, 140_000)])
 @pytest.mark.parametrize("name", ["argmax", "argmin", "max", "min"])
 def test_int32_rows(shape, name):
