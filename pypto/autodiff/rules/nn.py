@@ -287,7 +287,7 @@ def _lstm_cell(c):
     return [dx, dhp, dct * f, dw_ih, dw_hh, db, db]
 
 
-# -- group_norm and instance_norm ------------------------------------------------------------------
+# -- the norms' shared gradient; group_norm and instance_norm --------------------------------------
 
 def _norm_grad(x, dy, gamma, axes, eps):
     """(dx, xhat) of y = (x - mean) rsqrt(var + eps) * gamma, statistics over ``axes`` (biased
@@ -296,9 +296,9 @@ def _norm_grad(x, dy, gamma, axes, eps):
     Written so that each reduction reads a product of its own, which the program folds into
     the reduction's loop, and no product is shared with another reader (a shared one is
     written out and read back): mean(g) reads dy gamma, mean(g xhat) reads dy (xhat gamma),
-    and dx scales dy by rstd gamma instead of reading g. At 4096x1024 float32 this took the
-    layer_norm backward from ~12 passes over the array to ~6 (the statistics, the two row
-    means, dx, and the caller's column sums each read x and dy once)."""
+    and dx scales dy by rstd gamma instead of reading g. The layer_norm backward at 4096x1024
+    went from 11 loops over the array, 4 of them writing an intermediate, to 7 writing none
+    (vjp(jit) at one thread ~94 -> ~35 ms CPU, torch eager ~35-45, under load)."""
     def mean(t):
         return t.mean(axis=axes, keepdims=True)
 
