@@ -177,7 +177,7 @@ def _topk(built, dims, lanes):
     return ds
 
 
-for _name in ("sort", "argsort", "median"):
+for _name in ("sort", "argsort"):
     template(_name)(_network)
 template("topk")(_topk)
 
