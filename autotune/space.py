@@ -83,7 +83,11 @@ class Space:
         for info in funcs.values():
             for c in info.calls:
                 self.consumers.setdefault(c, set()).add(info.name)
-        self.reductions = [i for i in funcs.values() if not i.is_input and i.updates]
+        # A program's joins have update stages that are block copies, not reductions: rfactor
+        # cannot apply to them (every conv2d backward trial failed to compile on it).
+        joins = getattr(getattr(self.built.op, "plan", None), "join_specs", {}) or {}
+        self.reductions = [i for i in funcs.values()
+                           if not i.is_input and i.updates and i.name not in joins]
 
     # -- helpers ------------------------------------------------------------------------------
     def extent(self, var: str) -> int | None:
@@ -95,6 +99,18 @@ class Space:
     # -- sampling -----------------------------------------------------------------------------
     def sample(self, t: Suggest) -> Schedule:
         """Draws one point and returns its schedule (legal by construction)."""
+        op = self.built.op
+        if hasattr(op, "fused_variant"):
+            # A program: the fused default's structure with its choices (anchors moved onto
+            # their pointwise consumers or not; each kept value kept or recomputed where it is
+            # read), or the generic anchored space below.
+            if self._choose(t, "plan", ["fused", "generic"]) == "fused":
+                epilogues = self._choose(t, "fused.epilogues", [True, False])
+                again = frozenset(n for n in op.kept_values() if n in self.built.funcs and
+                                  self._choose(t, f"fused.{n}", ["keep", "recompute"]) ==
+                                  "recompute")
+                return op.fused_variant(self.built, self.dims, self.lanes, epilogues=epilogues,
+                                        recompute=again)
         knobs = template_knobs(self.built.op.name)
         if knobs and self._choose(t, "plan", ["template", "generic"]) == "template":
             values = {k: self._choose(t, f"tpl.{k}", list(v)) for k, v in knobs.items()}

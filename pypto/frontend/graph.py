@@ -777,6 +777,24 @@ class GraphOp(Op):
             self._extents = {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
         return dict(self._extents)
 
+    def kept_values(self) -> list[str]:
+        """The pointwise values the fused default computes once and keeps (the tuner may have
+        them recomputed where they are read instead; see :func:`fused_schedule`)."""
+        if self.plan is None:
+            from ..compiler.lower import build
+
+            build(self, self.dtypes[0], {})
+        return sorted(self.plan.materialize)
+
+    def fused_variant(self, built, dims: Mapping[str, int], lanes: int, *, epilogues: bool,
+                      recompute: frozenset):
+        """The fused default with the tuner's choices: anchors moved onto their pointwise
+        consumers or not, and which kept values are recomputed instead."""
+        from ..schedule.schedule import Schedule
+
+        return Schedule(op=self.name, directives=tuple(
+            fused_schedule(built, dims, lanes, epilogues=epilogues, recompute=recompute)))
+
     def unfused_schedule(self, dims: Mapping[str, int], target):
         """The program as op-by-op calls would run it (the tuner's "unfused" baseline)."""
         from ..compiler.lower import build
@@ -791,7 +809,8 @@ class GraphOp(Op):
 
 
 def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = False,
-                   unfused: bool = False, bare: bool = False, epilogues: bool = True) -> list:
+                   unfused: bool = False, bare: bool = False, epilogues: bool = True,
+                   recompute: frozenset = frozenset()) -> list:
     """The fused default schedule of a graph op (see the module docstring).
 
     ``safe`` skips epilogues and the anchors' own schedules: every anchor output is computed at
@@ -802,7 +821,10 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     slower than its ops run one by one. ``bare`` leaves out the outputs' ``bound`` directives.
     ``epilogues=False`` keeps the anchors' own schedules but computes every anchor output at
     root: the step between the full default and ``safe`` (an lstm_cell at the structural
-    default ran about 30x slower than with its own schedule).
+    default ran about 30x slower than with its own schedule). ``recompute`` names pointwise
+    values the default keeps (computed once at root, ``Lowering.materialize``) that are instead
+    inlined, recomputed wherever they are read: the tuner's keep-or-recompute choice (a value
+    an anchor's schedule moved onto, an epilogue, is always kept).
     """
     from ..compiler import targets
     from ..schedule.defaults import output_directives
@@ -908,7 +930,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         out += output_directives(vname, info.args, extents, lanes, tail="guard_with_if")
     for name in sorted(low.materialize):
         info = built.funcs.get(name)
-        if info is None:
+        if info is None or (name in recompute and name not in handled):
             continue
         out.append(D("compute_root", name))
         if name not in handled:      # else an anchor's schedule moved onto it (an epilogue)
