@@ -27,7 +27,7 @@ def _rand(shape, seed=0, dtype=np.float32):
 
 # Shapes whose last axis is not a multiple of any vector width, and long enough for several
 # vectors and tasks: the tails are where a shifted vector re-reads what was written.
-SHAPES = [(1001,), (100003,), (3, 1001), (37, 129)]
+SHAPES = [(3, 1001), (100003,)]
 
 CASES = {
     "neg": lambda s: ((_rand(s),), {}, 0),
@@ -56,7 +56,7 @@ def test_out_over_an_input_gives_the_fresh_result(case, shape):
     fn = _fn(case)
     args, kwargs, i = CASES[case](shape)
     want = fn(*args, **kwargs)
-    for _ in range(3):     # the first call records the fast path, the later ones take it
+    for _ in range(2):     # the first call records the fast path, the second takes it
         args2 = list(args)
         args2[i] = target = args[i].copy()
         assert fn(*args2, **kwargs, out=target) is target
