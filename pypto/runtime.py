@@ -315,9 +315,7 @@ def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np
         if overlaps(outs, arrays):
             dest, outs = outs, new_outputs(specs)
     else:
-        outs = (pending is not None and _fitting(pending, specs)) or None
-        if outs is None or overlaps(outs, arrays):
-            outs = new_outputs(specs)
+        outs = (pending is not None and _fitting(pending, specs)) or new_outputs(specs)
     try:
         return _into(dest, run_kernel(kernel, op, arrays, dims, outs)), kernel
     except ExecutionError:
@@ -479,8 +477,7 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
                 # The public call's out= offered through its frontend: written in place when it
                 # fits the kernel's outputs exactly (viewed in their shapes), else the checked way.
                 outs = _fitting(pending, plan.specs)
-                if outs is not None and (any(o.strides != st for o, st in zip(outs, plan.strides))
-                                         or overlaps(outs, args)):
+                if outs is not None and any(o.strides != st for o, st in zip(outs, plan.strides)):
                     outs = None
             if outs is not None:
                 try:

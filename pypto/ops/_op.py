@@ -310,7 +310,8 @@ class Op:
         # splits or combines outputs), so any count is taken here and compared after the call.
         outs = out_arrays(self.name, out, None)
         # ``out`` over one of the arguments: the kernels must not write it while the frontend
-        # may still read that argument, so the result is computed new and copied in.
+        # may still read that argument, so it is not offered to them (this is the one check for
+        # the offered out=): the result is computed new and copied in.
         pend = [None if overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
         token = pending_out.set(pend)
         try:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 from ..defaults import D, output_directives, template
-from .nn import MAX_ACC, REGISTERS, _conv2d, _conv_tile, _parallel_blocks, _tiles, _vec
+from .nn import (MAX_ACC, REGISTERS, _conv2d, _conv_tile, _parallel_blocks, _tile_split, _tiles,
+                 _vec)
 
 
 def _pad(built, dims_w: int, lanes: int, at: str | None, storage: list | None) -> list:
@@ -37,15 +38,9 @@ def _conv1d(built, dims, lanes):
     OL, O = dims["OL"], dims["O"]
     vec = _vec(OL, lanes)
     nv, _, ob = _conv_tile(OL, 1, O, vec)
-    d, tile, l_outer, o_outer = [], [], "ol", "o"
-    if vec * nv > 1:
-        d.append(D("split", "out", var="ol", outer="olo", inner="oli", factor=vec * nv))
-        tile.append("oli")
-        l_outer = "olo"
-    if ob > 1:
-        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
-        tile.append("oi")
-        o_outer = "oo"
+    d, tile = [], []
+    l_outer = _tile_split(d, tile, "ol", vec * nv)
+    o_outer = _tile_split(d, tile, "o", ob)
     blocks, tasks = -(-OL // (vec * nv)), -(-O // ob) * dims["N"]
     per_task = max(1, min(blocks, blocks * tasks // 16))
     if per_task < blocks:
@@ -90,19 +85,9 @@ def _conv3d(built, dims, lanes):
     vec = _vec(OW, lanes)
     nv, rb, ob = _conv_tile(OW, OH, O, vec)
     d, tile = [], []
-    w_outer, h_outer, o_outer = "ow", "oh", "o"
-    if vec * nv > 1:
-        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
-        tile.append("owi")
-        w_outer = "owo"
-    if ob > 1:
-        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
-        tile.append("oi")
-        o_outer = "oo"
-    if rb > 1:
-        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=rb))
-        tile.append("ohi")
-        h_outer = "oho"
+    w_outer = _tile_split(d, tile, "ow", vec * nv)
+    o_outer = _tile_split(d, tile, "o", ob)
+    h_outer = _tile_split(d, tile, "oh", rb)
     d.append(D("reorder", "out", vars=[*tile, w_outer, h_outer, "od", o_outer, "n"]))
     # Rows of every depth plane form one loop, so tasks split depth and rows alike.
     d.append(D("fuse", "out", inner=h_outer, outer="od", fused="dh"))
@@ -269,20 +254,11 @@ def _phases_as_conv2d(built, dims, lanes) -> list:
     # needs vec sums per phase (with the origin a run-time value, one more).
     d = [D("bound", "out", var="ow", min=0, extent=dims["OW"]),
          D("bound", "out", var="oh", min=0, extent=dims["OH"])]
-    tile, w_outer, h_outer, o_outer = [], "ow", "oh", "o"
+    tile = []
     ovec = _vec(dims["OW"], lanes)
-    if sw * vec * nv > 1 and dims["OW"] >= sw * vec * nv:
-        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=sw * vec * nv))
-        tile.append("owi")
-        w_outer = "owo"
-    if sh * rb > 1 and dims["OH"] >= sh * rb:
-        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=sh * rb))
-        tile.append("ohi")
-        h_outer = "oho"
-    if ob > 1:
-        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
-        tile.append("oi")
-        o_outer = "oo"
+    w_outer = _tile_split(d, tile, "ow", sw * vec * nv, dims["OW"] >= sw * vec * nv)
+    h_outer = _tile_split(d, tile, "oh", sh * rb, dims["OH"] >= sh * rb)
+    o_outer = _tile_split(d, tile, "o", ob)
     d.append(D("reorder", "out", vars=[*tile, w_outer, h_outer, o_outer, "n"]))
     if ovec > 1 and w_outer == "owo":
         d.append(D("vectorize", "out", var="owi", factor=ovec))

@@ -92,26 +92,26 @@ def _pad_directives(built, at_var: str | None, vec: int, parallel: bool) -> list
     return out
 
 
+def _tile_split(d: list, tile: list, var: str, factor: int, fits: bool = True) -> str:
+    """Splits ``out``'s ``var`` into a register-tile loop ``<var>i`` of ``factor`` (appended to
+    ``tile``) when the factor is more than one and ``fits``; returns the loop outside the tile."""
+    if factor <= 1 or not fits:
+        return var
+    d.append(D("split", "out", var=var, outer=f"{var}o", inner=f"{var}i", factor=factor))
+    tile.append(f"{var}i")
+    return f"{var}o"
+
+
 @template("conv2d")
 def _conv2d(built, dims, lanes):
     OW, OH, O = dims["OW"], dims["OH"], dims["O"]
     vec = _vec(OW, lanes)
     nv, rb, ob = _conv_tile(OW, OH, O, vec)
     d = []
-    tile, oh_outer, o_outer = [], "oh", "o"
-    ow_outer = "ow"
-    if vec * nv > 1:
-        d.append(D("split", "out", var="ow", outer="owo", inner="owi", factor=vec * nv))
-        tile.append("owi")
-        ow_outer = "owo"
-    if ob > 1:
-        d.append(D("split", "out", var="o", outer="oo", inner="oi", factor=ob))
-        tile.append("oi")
-        o_outer = "oo"
-    if rb > 1:
-        d.append(D("split", "out", var="oh", outer="oho", inner="ohi", factor=rb))
-        tile.append("ohi")
-        oh_outer = "oho"
+    tile = []
+    ow_outer = _tile_split(d, tile, "ow", vec * nv)
+    o_outer = _tile_split(d, tile, "o", ob)
+    oh_outer = _tile_split(d, tile, "oh", rb)
     d.append(D("reorder", "out", vars=[*tile, ow_outer, oh_outer, o_outer, "n"]))
     if vec > 1:
         d.append(D("vectorize", "out", var="owi", factor=vec))
