@@ -134,6 +134,11 @@ def search_path() -> list[Database]:
     return out
 
 
+#: The provenance method of an entry whose tuning run kept the default schedule (autotune's
+#: tuner): used at its exact shape only.
+FORMER_DEFAULT = "baseline:default"
+
+
 def distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
     """``sum |log2(a_d / b_d)|`` over named dims; inf when the dim names differ."""
     if set(a) != set(b):
@@ -206,6 +211,13 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
                 continue
             if any(d.op in SHAPE_PINNING for d in e.schedule.directives):
                 skip(f"{k} pins its shape (bound); usable only for that shape")
+                continue
+            if e.provenance.get("method") == FORMER_DEFAULT:
+                # Tuning found nothing better than the default at the entry's shape: the entry
+                # is that default's schedule with its shape's factors (and an older template's
+                # choices); the default itself, fitted to this shape, is the better guess here.
+                skip(f"{k} skipped in {db.name}: it stores the default of its own shape "
+                     f"({FORMER_DEFAULT}); the default is fitted to this shape instead")
                 continue
             why = unfit(e.schedule, _full_dims(op, k, params), dims,
                         {spec.name: tuple(spec.dims) for spec in op.inputs})

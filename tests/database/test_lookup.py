@@ -41,6 +41,22 @@ def test_nearest_shape_by_log_distance(userdb):
     assert e.distance == pytest.approx(distance({"M": 48, "K": 64, "N": 64}, {"M": 64, "K": 64, "N": 64}))
 
 
+def test_an_entry_that_kept_the_default_serves_only_its_own_shape(userdb):
+    # A tuning run whose winner was the default stores that default's schedule (factors of its
+    # shape, an older template's choices); at another shape the default fitted to that shape is
+    # used instead, while another method's entry, even a farther one, is picked.
+    DirectoryDatabase(userdb).commit([matmul_entry(64, 64, 64, tag="baseline:default")])
+    clear_memory_cache()
+    assert call(64, 64, 64).chosen.endswith("(exact)")
+    e = call(48, 64, 64)
+    assert e.chosen == "default"
+    assert any("stores the default of its own shape" in n for n in e.notes)
+    DirectoryDatabase(userdb).commit([matmul_entry(32, 64, 64, tag="tune")])
+    clear_memory_cache()
+    e = call(48, 64, 64)
+    assert "nearest" in e.chosen and "M=32" in e.entry_key
+
+
 def test_stale_entries_are_reported_and_never_applied(userdb):
     bad = (D("parallel", "ghost", var="q"),)
     DirectoryDatabase(userdb).commit([matmul_entry(8, 8, 8, fprint="f" * 16, directives=bad)])

@@ -450,3 +450,28 @@ def test_against_torch():
     got = lstm(*args)
     assert_close(got[0], h2.numpy())
     assert_close(got[1], c2.numpy())
+
+
+@pytest.mark.parametrize("kw", [1, 2, 5])
+def test_conv2d_default_for_3_columns_on_other_kernel_widths(kw):
+    # The default splits the kernel columns by the shape's KW (3 here) and unrolls them; a
+    # schedule stored at that shape and reused at another (nearest-shape lookup) must still sum
+    # every column: fewer (a partial split) or more (a second split iteration), never past KW.
+    import halide as hl
+
+    from pypto.compiler.jit import get_kernel
+    from pypto.compiler.lower import build
+    from pypto.runtime import run_kernel
+    from pypto.schedule.defaults import default_schedule
+
+    params = dict(stride_h=1, stride_w=1, pad_h=1, pad_w=1, dil_h=1, dil_w=1, groups=1)
+    dt = ("float32",) * 3
+    three = dict(N=1, C=5, H=12, W=19, O=7, CG=5, KH=3, KW=3, OH=12, OW=19)
+    sched = default_schedule(build(conv2d, dt, params), three, hl.get_jit_target_from_environment())
+    assert any(d.op == "split" and d.get("var") == "r$x" and d.get("factor") == 3
+               for d in sched.directives)
+    x, wt, b = rand((1, 5, 12, 19), seed=31), rand((7, 5, 3, kw), seed=32), rand((7,), seed=33)
+    dims = dict(three, KW=kw, OW=19 + 2 - kw + 1)
+    got = run_kernel(get_kernel(conv2d, dt, params, dims, schedule=sched), conv2d, [x, wt, b],
+                     dims)[0]
+    assert_close(got, conv2d.reference(x, wt, b, padding=1))
