@@ -84,10 +84,11 @@ def _pow2_at_most(n: int, cap: int) -> int:
 
 
 def output_directives(name: str, args, dims, lanes: int, stage: int = 0,
-                      tail: str | None = None) -> list[Directive]:
+                      tail: str | None = None, task: int = MIN_TASK_ELEMS) -> list[Directive]:
     """Vectorize the innermost dim, parallelize an outer one (or blocks of a 1-D output).
     ``tail`` is the vector loop's tail strategy (``guard_with_if`` for a Func computed over
-    less than its full extent, which shifting a vector inwards would read before its input)."""
+    less than its full extent, which shifting a vector inwards would read before its input).
+    ``task`` is the elements of a parallel task (see MIN_TASK_ELEMS)."""
     out: list[Directive] = []
     vt = {} if tail is None else {"tail": tail}
     inner = args[0]
@@ -100,8 +101,8 @@ def output_directives(name: str, args, dims, lanes: int, stage: int = 0,
     if len(args) == 1 or flat:
         # A 1-D output, or one whose outer dims are all 1 (a [1, N] row, as a program's
         # reshapes often leave one): blocks of the one long dim are the tasks.
-        if n0 >= 2 * MIN_TASK_ELEMS:
-            block = MIN_TASK_ELEMS
+        if n0 >= 2 * task:
+            block = task
             out.append(D("split", name, stage, var=inner, outer=f"{inner}o", inner=f"{inner}i",
                          factor=block))
             out.append(D("parallel", name, stage, var=f"{inner}o"))
@@ -111,17 +112,17 @@ def output_directives(name: str, args, dims, lanes: int, stage: int = 0,
         return out
     if vec > 1:
         out.append(D("vectorize", name, stage, var=inner, factor=vec, **vt))
-    if total >= 2 * MIN_TASK_ELEMS:   # at least two tasks' worth (see MIN_TASK_ELEMS)
+    if total >= 2 * task:   # at least two tasks' worth (see MIN_TASK_ELEMS)
         outer = [a for a in args[1:] if (_extent(dims, a) or 2) > 1]
         if outer:
             par = outer[-1]
             rows = _extent(dims, par) or 0
             inner_elems = max(1, total // max(rows, 1))
-            per_task = max(1, MIN_TASK_ELEMS // inner_elems)
+            per_task = max(1, task // inner_elems)
             if per_task == 1:
                 out.append(D("parallel", name, stage, var=par))   # a row is a task's worth
             elif rows >= 2 * per_task:
-                # Rows in tasks of about MIN_TASK_ELEMS elements; one row each would make tasks
+                # Rows in tasks of about ``task`` elements; one row each would make tasks
                 # too small to pay for their dispatch.
                 out.append(D("split", name, stage, var=par, outer=f"{par}o", inner=f"{par}i",
                              factor=per_task))

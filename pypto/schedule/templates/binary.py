@@ -15,12 +15,14 @@ FEW_ROWS = 16
 BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "swiglu")
 
 
-def rows_or_chunks(built, dims, lanes):
+def rows_or_chunks(built, dims, lanes, task=MIN_TASK_ELEMS):
+    """Rows in parallel tasks of about ``task`` elements, or chunks of ``task`` elements of
+    the rows of a short [R, C] output (a 1-D call is one long row)."""
     n_r, n_c = dims["R"], dims["C"]
-    if n_r >= FEW_ROWS or n_c < 2 * MIN_TASK_ELEMS:
-        return output_directives("out", ("c", "r"), dims, lanes)
+    if n_r >= FEW_ROWS or n_c < 2 * task:
+        return output_directives("out", ("c", "r"), dims, lanes, task=task)
     return [
-        D("split", "out", var="c", outer="co", inner="ci", factor=MIN_TASK_ELEMS),
+        D("split", "out", var="c", outer="co", inner="ci", factor=task),
         D("vectorize", "out", var="ci", factor=lanes),
         D("fuse", "out", inner="co", outer="r", fused="task"),
         D("parallel", "out", var="task"),
