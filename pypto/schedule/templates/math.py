@@ -5,8 +5,9 @@
   ops' rows-or-chunks schedule: a 1-D call is one long row (R = 1), which the generic default
   would run on one core. ``fmod``, ``remainder`` and ``floor_divide`` add their float32 update
   (the recomputation of tiles with huge quotients).
-- The integer bitwise and shift ops (``bitwise_not`` 1-D, the others rows-or-chunks) size their
-  parallel tasks in bytes, not elements: 64 KiB of output, as MIN_TASK_ELEMS float32 elements.
+- The integer bitwise and shift ops size their parallel tasks in bytes, not elements: 1-byte
+  types take the bool ops' schedule (``templates.logical``), 2-byte types tasks of 64 KiB (the
+  bytes of MIN_TASK_ELEMS float32 elements); 4 bytes and wider keep the defaults.
 - ``tan`` has the float64 update for huge |x| that ``sin``/``cos`` have (a serial scan).
 - ``softmin`` is softmax's algorithm on -x and takes softmax's row schedule.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 from ..defaults import MIN_TASK_ELEMS, D, output_directives, template
 from .binary import FEW_ROWS, rows_or_chunks
 from .elementwise import with_serial_fixup
+from .logical import flat_bytes, rows_of_bytes
 from .norm import row_normalization
 
 ROW_OPS = ("atan2", "hypot", "copysign", "lerp", "fmax", "fmin", "logaddexp", "logaddexp2",
@@ -31,16 +33,21 @@ INT_ROW_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_
 
 def byte_tasks(built) -> int:
     """Elements of a parallel task that writes the bytes of MIN_TASK_ELEMS float32 elements
-    (64 KiB): 4x the elements for 1-byte types (bool, int8), 2x for 2-byte ones. Measured here
-    (two threads, under load, against NumPy with out=): a 4M-element int8 bitwise_not's kernel
-    ran at 0.64-0.79x NumPy in tasks of MIN_TASK_ELEMS elements (16 KiB, about a microsecond of
-    work each), at 0.82-0.99x in 64 KiB tasks; single-threaded, the kernel matches NumPy."""
+    (64 KiB): 2x the elements for 2-byte types; 4 bytes and wider keep MIN_TASK_ELEMS.
+    (1-byte types take the bool ops' schedule instead: see :func:`int_blocks`.)"""
     size = max(1, min(4, *(f.type().bytes() for f in built.outputs)))
     return MIN_TASK_ELEMS * 4 // size
 
 
+def _one_byte(built) -> bool:
+    return all(f.type().bytes() == 1 for f in built.outputs)
+
+
 def int_rows_or_chunks(built, dims, lanes):
-    """Rows-or-chunks in tasks of :func:`byte_tasks` elements."""
+    """1-byte types: the bool ops' schedule (``templates.logical``: 256 KiB tasks, a 4x unrolled
+    vector loop, guarded tails); wider: rows-or-chunks in tasks of :func:`byte_tasks` elements."""
+    if _one_byte(built):
+        return rows_of_bytes(built, dims, lanes)
     return rows_or_chunks(built, dims, lanes, task=byte_tasks(built))
 
 
@@ -50,7 +57,17 @@ for _name in INT_ROW_OPS:
 
 @template("bitwise_not")
 def int_blocks(built, dims, lanes):
-    """The 1-D generic default (blocks in parallel, vectorized inside) in byte-sized tasks."""
+    """1-byte types (int8, uint8, bool): ``logical_not``'s schedule; wider: the 1-D generic
+    default (blocks in parallel, vectorized inside) in tasks of :func:`byte_tasks` elements.
+
+    Measured here (two threads, under load, 4M int8, median ratio NumPy out= / kernel over 25
+    rounds, the kernel called through its ctypes entry): the generic default's tasks of
+    MIN_TASK_ELEMS elements (16 KiB, about a microsecond of work each) 0.70-0.78x, 64 KiB tasks
+    0.81-0.83x, this schedule 0.87x (bitwise_xor 2048 x 2048: 0.69-0.71x, 0.78-0.81x, 0.82x).
+    Single-threaded (CPU time) the kernels matched NumPy within the noise: their inner loop is
+    NumPy's (a load, a vpxor, a store a vector)."""
+    if _one_byte(built):
+        return flat_bytes(built, dims, lanes)
     return output_directives("out", ("n",), dims, lanes, task=byte_tasks(built))
 
 
