@@ -110,6 +110,16 @@ def test_ops_without_a_fast_numpy_form_use_the_reference():
     np.testing.assert_array_equal(fn(), ctx.want[0])
 
 
+def test_a_reference_that_returns_a_view_is_timed_with_its_result_copied():
+    # split's kernel form makes a new array; NumPy's slicing makes a view in microseconds.
+    ctx = Context(Item("split", "O=6,A=9,I=4", {"start": 2, "length": 5}))
+    fn, label = peers.numpy_peer("split", ctx.arrays, ctx.params)
+    assert label == "numpy (reference, view copied)"
+    got = fn()
+    assert not np.shares_memory(got, ctx.arrays[0])
+    np.testing.assert_array_equal(got, ctx.want[0])
+
+
 def test_markdown_and_text_tables(report):
     md = harness.markdown(report)
     lines = md.splitlines()
