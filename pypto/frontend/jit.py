@@ -362,8 +362,7 @@ class _Recorder:
                     ) -> list[np.ndarray]:
         budget = FUNC_BUDGET if budget is None else budget
         graph = Graph(wanted, ctx.materialized)
-        inner = _join_inner(graph)
-        ops = [n for n in graph.nodes if n.kind == "op" and n.id not in inner]
+        ops = [n for n in graph.nodes if n.kind == "op"]
         if len(ops) > budget:
             # Halide's compile time grows faster than linearly with the Funcs of a pipeline:
             # cut. The first part ends at the op that reaches the budget; every value of it
@@ -374,11 +373,6 @@ class _Recorder:
                     last = n
             head = graph.nodes[:graph.nodes.index(last) + 1]
             ids = {n.id for n in head}
-            # A join's inner concats go with its root: never cut inside a tree (the partial
-            # join was materialized, and the tree computed again in the next pipeline).
-            for n in reversed(head):
-                if n.id in inner and inner[n.id] not in ids:
-                    ids.discard(n.id)
             need: dict[tuple[int, int], T.Tensor] = {}
             for n in graph.nodes[len(head):]:
                 for t in n.inputs:
@@ -435,28 +429,6 @@ class _Recorder:
         self.steps[-1].brk = (key, why, where)
         self.steps[-1].observed = _break_key(value, why)
         return value
-
-
-def _join_inner(graph: Graph) -> dict[int, int]:
-    """The ``concat`` nodes of ``graph`` whose only reader is another ``concat`` (inner nodes of
-    a join tree, which the lowering folds into the root's one Func): id -> the reader's id. They
-    do not count toward the op budget: 32 pieces joined as a binary tree are 31 nodes but one
-    Func, and counted, an LSTM backward's joins alone filled two pipelines."""
-    from .graph import _is_join
-
-    readers: dict[tuple, list] = {}
-    for n in graph.nodes:
-        for t in n.inputs:
-            readers.setdefault((t.node.id, t.index), []).append(n)
-    outs = {(n.id, k) for n, k in graph.outputs}
-    inner = {}
-    for n in graph.nodes:
-        if not _is_join(n) or (n.id, 0) in outs:
-            continue
-        rs = readers.get((n.id, 0), [])
-        if len(rs) == 1 and _is_join(rs[0]):
-            inner[n.id] = rs[0].id
-    return inner
 
 
 def _live_tensors(ctx, exclude) -> list[T.Tensor]:

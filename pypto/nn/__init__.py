@@ -27,15 +27,12 @@ def _lstm_steps(xs, h, c, w_ih, w_hh, b_ih, b_hh, mask):
     """
     steps, batch, n_in = xs.shape
     hid = h.shape[-1]
-    # gx stays [T*B, 4H], step t reading rows t*B..: the backward joins the steps' gate
-    # gradients by rows for the input projection (the gradient of these row slices) and for
-    # the recurrent weight (the per-step products' join) alike, so the pipeline joins them once;
-    # gx[t] of a [T, B, 4H] reshape joined them a second time in another (flattened) form.
     gx = ops.linear(xs.reshape(steps * batch, n_in), w_ih, b_ih + b_hh)
+    gx = gx.reshape(steps, batch, 4 * hid)
     w_t = w_hh.T                                   # one view, read by every step
     outs = []
     for t in range(steps):
-        gates = gx[t * batch:(t + 1) * batch] + ops.matmul(h, w_t)
+        gates = gx[t] + ops.matmul(h, w_t)
         i = ops.sigmoid(gates[:, :hid])
         f = ops.sigmoid(gates[:, hid:2 * hid])
         g = ops.tanh(gates[:, 2 * hid:3 * hid])
