@@ -270,9 +270,11 @@ def _results(out) -> list:
 
 
 def _is_view(out, arrays: Sequence[np.ndarray]) -> bool:
-    """Whether a result (or one of a tuple of results) shares memory with one of ``arrays``."""
+    """Whether a result (or one of a tuple of results) may share memory with one of ``arrays``
+    (by address bounds: a result the reference allocated never overlaps an input's bounds, and
+    the bounds check is constant time where ``np.shares_memory`` can search at length)."""
     return any(isinstance(r, np.ndarray) and isinstance(a, np.ndarray) and r.size
-               and np.shares_memory(r, a) for r in _results(out) for a in arrays)
+               and np.may_share_memory(r, a) for r in _results(out) for a in arrays)
 
 
 def _owned(out):
