@@ -36,6 +36,7 @@ from pathlib import Path
 import halide as hl
 import numpy as np
 
+from . import parallel
 from .trust import private_dir, untrusted, untrusted_ancestor
 
 FORMAT = 1
@@ -177,6 +178,7 @@ class DiskCallable:
         self.compiled_now = False  # True when this process compiled it (a cache miss)
         self.rebuild = None  # set for a library from an earlier process: how to rebuild it
         lib.halide_set_error_handler(_on_error)
+        self.shared_pool = parallel.install(lib)  # PyPTO's thread pool (parallel.py)
 
     def _invoke(self, arrays) -> tuple[int, str | None]:
         keep: list = []
@@ -384,4 +386,5 @@ def clear() -> int:
     for p in root.glob("??"):
         n += sum(1 for _ in p.glob("*"))
         shutil.rmtree(p, ignore_errors=True)
+    shutil.rmtree(root / "runtime", ignore_errors=True)  # the thread pool (parallel.py), rebuilt
     return n

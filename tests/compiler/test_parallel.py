@@ -1,0 +1,123 @@
+"""PyPTO's parallel runtime (pypto/compiler/parallel.c): the pool every cached kernel uses."""
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.skipif(not shutil.which("c++"), reason="needs a C++ compiler")
+
+KERNEL = """
+import os, numpy as np, pypto
+from pypto.compiler import parallel
+rng = np.random.default_rng(3)
+a = rng.standard_normal((300, 200)).astype(np.float32)
+b = rng.standard_normal((200, 130)).astype(np.float32)
+want = a.astype(np.float64) @ b.astype(np.float64)  # reference: NumPy in float64
+def check():
+    y = pypto.ops.matmul(a, b)
+    assert np.allclose(y, want, rtol=1e-4, atol=1e-3), abs(y - want).max()
+check()
+print("stats", parallel.stats())
+"""
+
+POOL = KERNEL + """
+import ctypes, threading
+lib = parallel.pool()
+TASK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+par_for = lib.pypto_do_par_for
+par_for.argtypes = [ctypes.c_void_p, TASK, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+seen, lock = [], threading.Lock()
+
+@TASK
+def record(_uc, i, _closure):
+    with lock:
+        seen.append(i)
+    return -7 if i == 20 else 0
+
+# every index once, the first error code returned
+assert par_for(None, record, 5, 64, None) == -7
+assert sorted(seen) == list(range(5, 69)), sorted(seen)
+
+# nested loops: each of 4 outer tasks runs an inner loop of 16
+seen.clear()
+@TASK
+def inner(_uc, i, _closure):
+    with lock:
+        seen.append(i)
+    return 0
+@TASK
+def outer(_uc, i, _closure):
+    return par_for(None, inner, 100 * i, 16, None)
+assert par_for(None, outer, 0, 4, None) == 0
+assert sorted(seen) == sorted(100 * o + k for o in range(4) for k in range(16)), sorted(seen)
+
+# several threads post loops at once
+seen.clear()
+rcs = []
+def post(base):
+    rcs.append(par_for(None, inner, base, 32, None))
+threads = [threading.Thread(target=post, args=(1000 * t,)) for t in range(3)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert rcs == [0, 0, 0] and sorted(seen) == sorted(1000 * t + k for t in range(3) for k in range(32))
+
+# a forked child starts a pool of its own
+pid = os.fork()
+if pid == 0:
+    try:
+        check()
+        os._exit(0)
+    except BaseException:
+        os._exit(1)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0
+check()
+print("ok", parallel.stats())
+"""
+
+
+def _run(code, cache, **env):
+    full = dict(os.environ, PYPTO_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+    full.pop("HL_NUM_THREADS", None)
+    full.update(env)
+    r = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def test_cached_kernels_share_the_pool_and_it_runs_every_index_once(tmp_path):
+    out = _run(POOL, tmp_path)
+    stats = ast.literal_eval(out.split("ok ", 1)[1].strip())
+    assert stats["threads"] == len(os.sched_getaffinity(0))
+    assert stats["loops"] >= 6 and stats["spin_us"] == 1000
+    assert len(list(tmp_path.glob("runtime/*/libpypto_parallel.so"))) == 1
+
+
+def test_settings_halide_pool_thread_count_and_spin(tmp_path):
+    assert "stats None" in _run(KERNEL, tmp_path, PYPTO_PARALLEL_RUNTIME="halide")
+    out = _run(KERNEL, tmp_path, HL_NUM_THREADS="1", PYPTO_SPIN_US="0")
+    assert "'threads': 1," in out and "'spin_us': 0}" in out
+
+
+def test_a_damaged_pool_library_is_rebuilt(tmp_path):
+    _run(KERNEL, tmp_path)
+    (lib,) = tmp_path.glob("runtime/*/libpypto_parallel.so")
+    lib.write_bytes(lib.read_bytes()[:500])
+    assert "'threads': " in _run(KERNEL, tmp_path)
+    assert lib.stat().st_size > 500
+
+
+def test_an_unknown_setting_warns_and_uses_the_pool(tmp_path):
+    code = "import warnings; warnings.simplefilter('always')\n" + KERNEL
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
+                                PYPTO_PARALLEL_RUNTIME="openmp"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "PYPTO_PARALLEL_RUNTIME='openmp' is not 'pypto' or 'halide'" in r.stderr
+    assert "'threads': " in r.stdout
