@@ -65,6 +65,7 @@ def test_a_wheel_installed_elsewhere_finds_the_shipped_schedules(tmp_path):
         names = set(z.namelist())
     missing = [f for f in shipped if f"pypto/_schedules/{f}" not in names]
     assert not missing, f"the wheel lacks shipped schedules: {missing}"
+    assert "pypto/compiler/parallel.c" in names  # the thread pool's source, compiled on first use
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
