@@ -142,6 +142,24 @@ def install(kernel_lib: ctypes.CDLL) -> bool:
     return True
 
 
+def describe() -> str:
+    """One line on the pool cached kernels use, without building or loading it."""
+    from .diskcache import cache_dir
+
+    if not enabled():
+        return "Halide's own, one per kernel (PYPTO_PARALLEL_RUNTIME=halide)"
+    if _compiler() is None:
+        return "Halide's own, one per kernel (no C compiler to build PyPTO's)"
+    threads = os.environ.get("HL_NUM_THREADS", "").strip()
+    if not threads.isdigit() or int(threads) < 1:
+        threads = str(len(os.sched_getaffinity(0)))
+    spin = os.environ.get("PYPTO_SPIN_US", "").strip() or "1000"
+    root = cache_dir()
+    built = root is not None and any(root.glob(f"runtime/*/{LIBRARY}"))
+    return (f"PyPTO's, shared by all cached kernels: {threads} threads, idle workers spin "
+            f"{spin} us (PYPTO_SPIN_US){'' if built else '; built on first use'}")
+
+
 def stats() -> dict | None:
     """The pool's counters, or None when it is not in use: threads (the caller included; 0 before
     the first parallel loop), parallel loops run, wake-ups of sleeping workers, workers moved off

@@ -121,3 +121,17 @@ def test_an_unknown_setting_warns_and_uses_the_pool(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "PYPTO_PARALLEL_RUNTIME='openmp' is not 'pypto' or 'halide'" in r.stderr
     assert "'threads': " in r.stdout
+
+
+def test_cache_info_names_the_pool(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from pypto.cli.main import cli
+
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PYPTO_SPIN_US", "250")
+    out = CliRunner().invoke(cli, ["cache", "info"]).output
+    assert "thread pool: PyPTO's, shared by all cached kernels" in out
+    assert "spin 250 us" in out and "built on first use" in out
+    monkeypatch.setenv("PYPTO_PARALLEL_RUNTIME", "halide")
+    assert "thread pool: Halide's own" in CliRunner().invoke(cli, ["cache", "info"]).output
