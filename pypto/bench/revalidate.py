@@ -21,6 +21,15 @@ Verdicts:
 - ``stale`` (the op's algorithm changed: ``pypto db prune`` removes it) and ``skipped`` (another
   target family, an op not registered here, a default or reference that cannot run): left alone.
 
+Programs (a traced function, a backward pass, a composite op at one shape: ops named ``g_<hash>``
+or after the composite) are not registered ops: their entries are checked through the graph file
+the tuner wrote beside them (``programs/NAME.graph``, :mod:`pypto.database.programs`), which is
+read as data and rebuilt into the program's graph op. Their default is what a call of the program
+gets without the entry: the fused default, or the first of its fallbacks that compiles. A missing
+or unreadable graph file, or one of another program, makes the entry ``skipped``, and a program
+whose graph now lowers to another fingerprint ``stale``; the report line says what is wrong and
+what to do, and the entry is left as it is.
+
 Writes go through :meth:`Database.update`, the locked read-modify-write, and touch an entry only if
 it still holds the schedule that was measured: an entry re-tuned meanwhile is left as it is.
 """
@@ -120,7 +129,8 @@ def revalidate(databases: Iterable[Database], *, ops: Iterable[str] | None = Non
             progress(f"[{i + 1}/{len(work)}] {e.key.op} {e.key.shape_text()} "
                      f"[{'/'.join(e.key.dtypes)}] in {db.name}")
         o = judge(e, db.name, target, margin=margin, mark=mark, timer=timer,
-                  timing=dict(TIMING if timing is None else timing))
+                  timing=dict(TIMING if timing is None else timing),
+                  root=getattr(db, "root", None))
         out.append(o)
         by_db.setdefault(id(db), (db, []))[1].append(o)
     if not dry_run:
@@ -130,13 +140,12 @@ def revalidate(databases: Iterable[Database], *, ops: Iterable[str] | None = Non
 
 
 def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Timer,
-          timing: Mapping[str, Any]) -> Outcome:
-    """The verdict on one entry (nothing written)."""
+          timing: Mapping[str, Any], root=None) -> Outcome:
+    """The verdict on one entry (nothing written). ``root``: the database's folder, where the
+    graph files of program entries are."""
     from ..compiler.jit import compile_built
     from ..compiler.lower import build, fingerprint
     from ..infra.inputs import complete_dims, make_inputs
-    from ..ops import get_op
-    from ..schedule.defaults import default_schedule
 
     k = e.key
     res = Outcome(where, k, e.schedule.hash, "skipped")
@@ -144,7 +153,14 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
         res.reason = f"target family {k.family}; this run compiles for {targets.family(target)}"
         return res
     try:
-        op = get_op(k.op)
+        op, program = _entry_op(k.op, root)
+    except _NoProgram as err:
+        res.reason = str(err)
+        return res
+    except PyptoError as err:
+        res.reason = f"cannot set up the op here: {err}"
+        return res
+    try:
         params = dict(k.params)
         built = build(op, k.dtypes, params)
         fp = fingerprint(built)
@@ -156,8 +172,13 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
         res.reason = f"cannot set up the op here: {err}"
         return res
     if fp != k.fingerprint:
-        res.verdict, res.reason = "stale", (f"the op's fingerprint is now {fp}; `pypto db prune` "
-                                            "removes it")
+        res.verdict = "stale"
+        res.reason = (f"the op's fingerprint is now {fp}; `pypto db prune` removes it"
+                      if not program else
+                      f"program {k.op} rebuilt from {program} now lowers to fingerprint {fp}, not "
+                      f"the entry's {k.fingerprint} (PyPTO's lowering or one of the program's ops "
+                      "changed): no call uses this entry any more; re-tune the program at this "
+                      "shape (pypto.tune) to replace it; left as it is")
         return res
     try:
         entry_fn = _checked(compile_built(build(op, k.dtypes, params), e.schedule, target,
@@ -166,10 +187,9 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
     except PyptoError as err:
         res.verdict, res.action, res.reason = "failed", "drop", str(err)
         return res
-    default = default_schedule(built, dims, target)
     try:
-        default_fn = _checked(compile_built(built, default, target, source="default", fp=fp),
-                              op, arrays, dims, want)
+        default, default_kernel = _default_kernel(op, built, dims, target, fp, program)
+        default_fn = _checked(default_kernel, op, arrays, dims, want)
     except PyptoError as err:
         res.reason = f"the default schedule cannot be measured here: {err}"
         return res
@@ -194,6 +214,76 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
                       "second one did not")
     res.verdict, res.action = "kept", "stamp"
     return res
+
+
+class _NoProgram(PyptoError):
+    """A program entry whose graph file cannot give the program back (the message says why and
+    what to do)."""
+
+
+def _entry_op(name: str, root) -> tuple[Any, str | None]:
+    """(op, None) for a registered op; (graph op, graph file) for a program's entry, rebuilt
+    from the graph file in database folder ``root``. Raises :class:`_NoProgram` when the
+    entry is a program's and its file is missing or unusable, PyptoError for an unknown op."""
+    from ..database.programs import graph_path, is_program, op_for_entry
+    from ..errors import UnknownOpError
+    from ..ops import get_op
+
+    try:
+        op = get_op(name)
+    except UnknownOpError:
+        op = None
+    if op is not None and hasattr(op, "build"):
+        return op, None     # a registered op (a composite op is not built itself: a program)
+    path = graph_path(root, name) if root is not None else None
+    if op is None and not is_program(name) and (path is None or not path.is_file()):
+        get_op(name)        # neither registered nor a program: its UnknownOpError
+    left = "the entry is left as it is"
+    if path is None:
+        raise _NoProgram(f"program {name}: this database has no folder to hold its graph file, "
+                         f"so it cannot be rebuilt here; {left}")
+    if not path.is_file():
+        raise _NoProgram(f"program {name}: its graph file {path} is missing, and revalidation "
+                         "rebuilds the program from it: restore the file (for the shipped "
+                         "database, from version control) or re-tune the program (pypto.tune "
+                         f"writes it beside the entry); {left}")
+    try:
+        return op_for_entry(root, name), str(path)
+    except PyptoError as err:
+        raise _NoProgram(f"program {name}: its graph file {path} cannot be used ({err}): restore "
+                         f"it (for the shipped database, from version control) or re-tune the "
+                         f"program, which writes it again; {left}") from None
+
+
+def _default_kernel(op, built, dims, target, fp, program):
+    """(schedule, kernel) of what a call gets without the entry: the op's default schedule; for
+    a program, the fused default or, when it does not compile, the first of the fallbacks a
+    call takes (``pypto.frontend.jit.compile_graph_op``'s order)."""
+    from ..compiler.jit import compile_built
+    from ..compiler.lower import build
+    from ..schedule.defaults import default_schedule, vector_lanes
+    from ..schedule.schedule import Schedule
+
+    if not program or target.has_gpu_feature():
+        first = default_schedule(built, dims, target)
+        return first, compile_built(built, first, target, source="default", fp=fp)
+    from ..frontend.graph import fused_schedule
+
+    out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
+    lanes = vector_lanes(target, out_dt if out_dt != "bool" else "uint8")
+    variants = [{"bare": True}, {"bare": True, "epilogues": False}, {"safe": True}]
+    last: PyptoError | None = None
+    for kw in [None] + variants:
+        # A fresh build for each: the directives read the program's lowering of the latest
+        # build, and a failed compile leaves its pipeline half scheduled.
+        b = build(op, built.dtypes, {})
+        sched = default_schedule(b, dims, target) if kw is None else Schedule(
+            op=op.name, directives=tuple(fused_schedule(b, dims, lanes, **kw)))
+        try:
+            return sched, compile_built(b, sched, target, source="default", fp=fp)
+        except PyptoError as err:
+            last = err
+    raise last
 
 
 def _checked(kernel, op, arrays, dims, want) -> Callable[[], object]:

@@ -179,7 +179,8 @@ def prune_(dry_run, dbs):
 
 @db.command("revalidate")
 @click.option("--op", "op_names", multiple=True,
-              help="Only this op (repeatable; a name, or FILE.py:NAME for an op of your own).")
+              help="Only this op (repeatable; a name, FILE.py:NAME for an op of your own, or a "
+                   "program's g_<hash>).")
 @click.option("--db", "dbs", multiple=True, type=click.Path(),
               help="Database folder (repeatable; default: the search path without the shipped "
                    "schedules, which are checked only when named here).")
@@ -197,16 +198,21 @@ def revalidate_(op_names, dbs, target, margin, mark, dry_run, as_json):
     Outputs are checked against NumPy first; the two are then timed side by side (a 0.3 s pause
     and an untimed call before each timed block, rotating order). An entry that fails or gives
     wrong results is dropped; one slower than the default (confirmed by a second, longer
-    measurement) is dropped, or marked with --mark. Progress goes to stderr.
+    measurement) is dropped, or marked with --mark. Progress goes to stderr. A program's entry
+    (g_<hash>, or a composite op at one shape) is rebuilt from its graph file beside it
+    (programs/NAME.graph); when that file is missing, unreadable or stale, the report says so
+    and the entry is left as it is.
     """
     import json
 
     from ..bench.revalidate import revalidate, table
     from ..database.lookup import SHIPPED, search_path
+    from ..database.programs import is_program
     from ..database.store import DirectoryDatabase
     from ..ops._load import resolve_op
 
-    names = [resolve_op(n).name for n in op_names] or None
+    # A program's entries are named g_<hash> (pypto db list shows them): no op to resolve.
+    names = [n if is_program(n) else resolve_op(n).name for n in op_names] or None
     if dbs:
         chosen = [DirectoryDatabase(p) for p in dbs]
     else:

@@ -62,12 +62,17 @@ def op_for_entry(root: str | Path, name: str):
     program rebuilt from its graph file. Raises PyptoError saying what is missing."""
     from ..ops import get_op
 
+    path = graph_path(root, name) if _OP_NAME.match(name) else None
     try:
-        return get_op(name)
+        op = get_op(name)
     except PyptoError:
-        path = graph_path(root, name) if _OP_NAME.match(name) else None
         if not is_program(name) and (path is None or not path.is_file()):
             raise
+    else:
+        # A composite op is registered but never built itself: its entries are of its graph
+        # op at one shape, which the graph file gives.
+        if hasattr(op, "build") or path is None:
+            return op
     if not path.is_file():
         raise PyptoError(f"a program's entry needs its graph file {path} to be checked; "
                          "`pypto tune` writes it beside the entry (re-tune, or drop the entry)")
