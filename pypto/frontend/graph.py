@@ -221,6 +221,8 @@ class Lowering:
         self.reindexed: set[str] = set()      # views reading across their source: permutes,
         #                                       strided or reversed slices, and views of those
         self.outputs: list[_Val] = []
+        #: slice views: their Func's name -> (starts, steps), per axis of their source
+        self.slices: dict[str, tuple] = {}
         #: concat results joined into the concat that reads them (see ``_join``): their pieces
         self.joins: dict[tuple, list] = {}
         self.join_specs: dict[str, dict] = {}     # a join's Func name -> how it is defined
@@ -360,6 +362,7 @@ class Lowering:
                 self.expanding.add(f"n{idx}_view")
         elif kind == "slice":
             in_idx = [st + sp * o for st, sp, o in zip(n.aux[1], n.aux[2], out_idx)]
+            self.slices[f"n{idx}_view"] = (tuple(n.aux[1]), tuple(n.aux[2]))
         else:
             raise OpDefinitionError(f"unknown view {n.aux!r}")
         f[vs] = _call(src.func, s_in, in_idx)
@@ -835,9 +838,14 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     out: list[Directive] = []
     extents: dict[str, int] = {}
 
-    def ext_of(v: _Val, names):
-        for nm, n in zip(names, reversed(v.shape)):
+    def ext_of(v: _Val, names) -> bool:
+        """Records the extents ``v`` is computed over (what its readers read of it); True
+        when that is less than its shape (its vector loops then guard their tails)."""
+        box = _read_box(low, v.name) if v.name in low.funcs else None
+        shape = v.shape if box is None else tuple(hi - lo for lo, hi in box)
+        for nm, n in zip(names, reversed(shape)):
             extents[nm.upper()] = n
+        return box is not None
 
     claimed: dict[str, tuple[str, dict]] = {}      # anchor output -> (func, var map)
     if unfused:
@@ -866,7 +874,7 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             continue
         column = None if safe else _column_reduction(a, n, low, built, claimed, lanes)
         directives = column if column is not None or safe else \
-            _anchor_directives(a, n, target, claimed)
+            _anchor_directives(a, n, target, claimed, *_anchor_region(a, low))
         plans.append((a, directives, column is not None))
         if directives is None or column is not None or n.op.category == "reduction":
             continue
@@ -884,7 +892,8 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     for k, (a, directives, is_column) in enumerate(plans):
         if is_column and any(v in dense for v in a["inputs"].values()):
             # Its view is made dense for another reader: the op's own schedule reads the copy.
-            plans[k] = (a, _anchor_directives(a, a["node"], target, claimed), False)
+            plans[k] = (a, _anchor_directives(a, a["node"], target, claimed,
+                                              *_anchor_region(a, low)), False)
     for a, directives, _ in plans:
         for name in a["outs"]:
             if name not in claimed and name in built.funcs:   # (an unused output is no Func)
@@ -902,8 +911,9 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
                 info = built.funcs.get(name)
                 if info is None:
                     continue
-                ext_of(low.funcs[name], info.args)
-                out += output_directives(name, info.args, extents, lanes)
+                part = ext_of(low.funcs[name], info.args)
+                out += output_directives(name, info.args, extents, lanes,
+                                         tail="guard_with_if" if part else None)
                 for u in range(len(info.updates)):
                     from ..schedule.defaults import _update_directives
                     out += _update_directives(info, u, extents, lanes)
@@ -949,6 +959,44 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     return out
 
 
+def _read_box(low: "Lowering", name: str, _depth: int = 0) -> tuple | None:
+    """The part of Func ``name`` its readers read, ``((lo, hi), ...)`` per NumPy axis, when
+    they are all slices (of slices) that leave some of it unread; None when it is read whole
+    (or its extents are not known numbers). A Func computed at root is computed over what its
+    readers need: ``linear(x, w, b)[0:64]`` computes 64 of 512 rows, and a schedule made for
+    512 (a row tile of 512, shifted inwards to stay within the rows computed) read the input
+    448 rows before its start; the program ran at the safe default."""
+    shape = low.funcs[name].shape
+    readers = low.readers.get(name, [])
+    if not readers or _depth > 32 or not all(isinstance(e, int) and e > 0 for e in shape):
+        return None
+    box = None
+    for kind, who in readers:
+        sl = low.slices.get(who) if kind == "view" else None
+        if sl is None or len(sl[0]) != len(shape):
+            return None
+        starts, steps = sl
+        if not all(isinstance(v, int) for v in (*starts, *steps)):
+            return None
+        sub = _read_box(low, who, _depth + 1)
+        vshape = low.funcs[who].shape
+        if len(vshape) != len(shape) or not all(isinstance(e, int) and e > 0 for e in vshape):
+            return None
+        if sub is None:
+            sub = tuple((0, e) for e in vshape)
+        got = []
+        for (lo, hi), st, sp in zip(sub, starts, steps):
+            first, last = st + sp * lo, st + sp * (hi - 1)
+            got.append((min(first, last), max(first, last) + 1))
+        box = got if box is None else [(min(a, c), max(b, d)) for (a, b), (c, d) in
+                                       zip(box, got)]
+    box = tuple((max(lo, 0), min(hi, e)) for (lo, hi), e in zip(box, shape))
+    if any(hi <= lo for lo, hi in box) or all(lo == 0 and hi == e
+                                              for (lo, hi), e in zip(box, shape)):
+        return None
+    return box
+
+
 def _column_reduction(a: dict, n: Node, low: "Lowering", built, claimed,
                       lanes: int) -> list[Directive] | None:
     """A reduction over a transposed view (``x.sum(axis=0)``, the bias and norm gradients) read
@@ -958,7 +1006,7 @@ def _column_reduction(a: dict, n: Node, low: "Lowering", built, claimed,
     which a transposed view makes a gather: ``(x * y).sum(axis=0)`` at 4096x1024 took 69 ms that
     way (116 with a dense copy first), NumPy 9.6. None when the anchor is not such a reduction.
     """
-    if n.op.category != "reduction" or len(a["outs"]) != 1:
+    if n.op.category != "reduction" or len(a["outs"]) != 1 or _read_box(low, a["outs"][0]):
         return None
     views = [v for v in a["inputs"].values() if v in low.transposed]
     if len(views) != 1 or not low.funcs[views[0]].shape:
@@ -1080,25 +1128,70 @@ class _Unfused:
 _VAR_KINDS = {"var", "vars", "purevar", "purevars", "atvar"}
 
 
-def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | None:
-    """The anchor op's own schedule (database entry, else its default), renamed into the graph."""
+def _anchor_region(a: dict, low: "Lowering") -> tuple[dict, dict | None]:
+    """``({output Func: box}, dims)`` for the anchor's outputs that its readers read only part
+    of (see :func:`_read_box`), and the op's dims as they need them (None: none is)."""
+    if "join" in a:
+        return {}, None
+    boxes = {}
+    for name in a["outs"]:
+        box = _read_box(low, name) if name in low.funcs else None
+        if box is not None:
+            boxes[name] = box
+    return boxes, (_region_dims(a, a["node"], low, boxes) if boxes else None)
+
+
+def _region_dims(a: dict, n: Node, low: "Lowering", region: dict) -> dict:
+    """The anchor op's dims as its readers need them: an output dim of which only part is read
+    takes the extent read (the largest over the outputs and axes that name it)."""
+    dims = dict(n.dims)
+    need: dict[str, int] = {}
+    for spec, name in zip(n.op.outputs, a["outs"]):
+        if not low.readers.get(name):
+            continue           # an unused output needs nothing
+        shape = low.funcs[name].shape
+        box = region.get(name)
+        if len(spec.dims) != len(shape):
+            box = None         # (a 0-d output: a 1-element Func)
+        for ax, d in enumerate(spec.dims):
+            e = box[ax][1] - box[ax][0] if box is not None else dims.get(d)
+            if isinstance(e, int):
+                need[d] = max(need.get(d, 0), e)
+    for d, e in need.items():
+        if isinstance(dims.get(d), int) and 0 < e < dims[d]:
+            dims[d] = e
+    return dims
+
+
+def _anchor_directives(a: dict, n: Node, target, claimed, region: dict | None = None,
+                       region_dims: dict | None = None) -> list[Directive] | None:
+    """The anchor op's own schedule (database entry, else its default), renamed into the graph.
+
+    ``region`` (see :func:`_anchor_region`): outputs its readers read only part of. The
+    schedule is then the op's default for the extents read (``region_dims``), and a ``bound``
+    on such an output is the part read (a tile made for the whole extent, shifted inwards to
+    stay within the part computed, reads before the start of the inputs)."""
     from ..compiler.lower import build, fingerprint
     from ..database.lookup import lookup
     from ..schedule.defaults import default_schedule
 
     op = n.op
     built = build(op, n.dtypes, n.params)
+    prefix = a["prefix"]
+    dims = region_dims if region else n.dims
+    region = {name[len(prefix):]: box for name, box in (region or {}).items()
+              if name.startswith(prefix)}
     found = None
-    try:
-        found = lookup(op, fingerprint(built), n.dtypes, n.params, n.dims, target)
-    except Exception:   # a broken database must not break a program: use the default
-        found = None
+    if not region:      # (a stored entry is for the whole extents: it may not fit the part)
+        try:
+            found = lookup(op, fingerprint(built), n.dtypes, n.params, n.dims, target)
+        except Exception:   # a broken database must not break a program: use the default
+            found = None
     if found is not None and found.distance > 0:
         # A nearest-shape entry may not fit this shape (a tile larger than an extent); a call
         # would fall back at run time, a fused pipeline cannot: only exact entries are used.
         found = None
-    sched = found.schedule if found is not None else default_schedule(built, n.dims, target)
-    prefix = a["prefix"]
+    sched = found.schedule if found is not None else default_schedule(built, dims, target)
     inputs = a["inputs"]
     names: dict[str, str] = dict(inputs)        # an input, by its name or its Func's
     for fname in built.funcs:
@@ -1116,6 +1209,11 @@ def _anchor_directives(a: dict, n: Node, target, claimed) -> list[Directive] | N
             var_maps[tgt] = vmap
     result = []
     for d in sched.directives:
+        if d.op == "bound" and d.stage == 0 and d.func in region and d.func in built.funcs:
+            args = list(built.funcs[d.func].args)
+            if d.get("var") in args:
+                lo, hi = region[d.func][len(args) - 1 - args.index(d.get("var"))]
+                d = D("bound", d.func, var=d.get("var"), min=lo, extent=hi - lo)
         for arg, kind in GRAMMAR.get(d.op, ()):      # Funcs a directive creates (rfactor, wrap)
             if kind.rstrip("?") == "name" and d.get(arg):
                 names.setdefault(d.get(arg), prefix + d.get(arg))
