@@ -250,7 +250,9 @@ def _entry_op(name: str, root) -> tuple[Any, str | None]:
     try:
         return op_for_entry(root, name), str(path)
     except PyptoError as err:
-        raise _NoProgram(f"program {name}: its graph file {path} cannot be used ({err}): restore "
+        why = str(err)    # the file's problem; it names the file or not
+        where = "" if str(path) in why else f" {path}"
+        raise _NoProgram(f"program {name}: its graph file{where} cannot be used: {why}; restore "
                          f"it (for the shipped database, from version control) or re-tune the "
                          f"program, which writes it again; {left}") from None
 
