@@ -68,18 +68,26 @@ def _key(cc: list[str], source: bytes) -> str:
 def _build(cc: list[str], root: Path, key: str) -> Path:
     """Compiles the pool into ``root/runtime/key`` (built in a private folder, renamed in)."""
     from .aot import _sha
-    from .diskcache import _check_private
-    from .trust import private_dir
+    from .trust import private_dir, untrusted
 
     base = root / "runtime"
     dest = base / key
     lib = dest / LIBRARY
     if os.path.lexists(dest):
-        for p in (base, dest, lib, dest / "meta.json"):
-            _check_private(p)
-        meta = json.loads((dest / "meta.json").read_text())
-        if isinstance(meta, dict) and meta.get("sha256") == _sha(lib):
-            return lib
+        meta_path = dest / "meta.json"
+        for p in (base, dest, lib, meta_path):
+            if p in (lib, meta_path) and not os.path.lexists(p):
+                continue           # damaged: rebuilt below
+            why = untrusted(p)
+            if why is not None:    # loading it would run code someone else could have written
+                raise PermissionError(f"{p} {why}: remove it (pypto cache clear) or make it "
+                                      f"yours and private (chmod go-w)")
+        try:
+            meta = json.loads(meta_path.read_text())
+            if isinstance(meta, dict) and meta.get("sha256") == _sha(lib):
+                return lib
+        except (OSError, ValueError):
+            pass
         shutil.rmtree(dest, ignore_errors=True)  # damaged: build again
     private_dir(root)
     private_dir(base)

@@ -84,7 +84,7 @@ def filled(tmp_path, template):
     """A copy of the template cache for one test: (cache, entry folder, meta)."""
     cache = tmp_path / "cache"
     shutil.copytree(template, cache)  # copies the modes too
-    (entry,) = [p for p in cache.glob("*/*") if (p / "meta.json").exists()]
+    (entry,) = [p for p in cache.glob("??/*") if (p / "meta.json").exists()]
     return cache, entry, json.loads((entry / "meta.json").read_text())
 
 

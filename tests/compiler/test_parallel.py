@@ -135,3 +135,15 @@ def test_cache_info_names_the_pool(tmp_path, monkeypatch):
     assert "spin 250 us" in out and "built on first use" in out
     monkeypatch.setenv("PYPTO_PARALLEL_RUNTIME", "halide")
     assert "thread pool: Halide's own" in CliRunner().invoke(cli, ["cache", "info"]).output
+
+
+def test_a_pool_library_others_could_write_is_never_loaded(tmp_path):
+    _run(KERNEL, tmp_path)
+    (lib,) = tmp_path.glob("runtime/*/libpypto_parallel.so")
+    lib.chmod(0o777)
+    code = "import warnings; warnings.simplefilter('always')\n" + KERNEL
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "stats None" in r.stdout  # Halide's own pools ran the kernel (and it was right)
+    assert "parallel runtime is unavailable" in r.stderr and "writable" in r.stderr, r.stderr
