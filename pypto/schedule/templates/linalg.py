@@ -6,7 +6,9 @@ small buffer and is updated by a register block of ``RY`` rows by ``RX = 3 vecto
 time, with the reduction over ``k`` split into blocks of ``KC`` (so that the slice of ``b`` a
 register block reads stays in L1) and unrolled by ``KU``. The ``TX`` columns of ``b`` a tile needs
 are first copied to a dense staging buffer (``bp``), which keeps the inner loop on unit-stride loads
-whatever the row stride of ``b``.
+whatever the row stride of ``b``. linear's weight is stored [N, K] (rows along k): its tile panel is
+its transpose ``wt``, gathered a vector of weight rows at a time (:func:`_stage_transposed`), and the
+rest of its plan is matmul's.
 
 Batched products (batch_matmul, einsum, baddbmm) whose k fits one block keep each register block's
 sums in registers over all of k instead (:func:`register_gemm_directives`), and run one task per
