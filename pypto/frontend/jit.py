@@ -36,6 +36,9 @@ RECOMPILE_LIMIT = 8
 #: Ops per pipeline before a program is cut into several (Halide's compile time grows faster
 #: than linearly with the number of Funcs).
 FUNC_BUDGET = 48
+#: Pieces of the largest join kept whole in one pipeline: one update stage (block copy) each,
+#: and a schedule names stages 0..64.
+JOIN_PIECES = 64
 
 
 def _pointwise(node) -> bool:
@@ -358,11 +361,23 @@ class _Recorder:
                              f"kernel (at {node.where})")
         return ("const", node.value)
 
-    def run_segment(self, ctx, wanted: list[T.Tensor], budget: int | None = None
-                    ) -> list[np.ndarray]:
+    def run_segment(self, ctx, wanted: list[T.Tensor], budget: int | None = None,
+                    whole_joins: bool = True) -> list[np.ndarray]:
+        """Runs the pipeline(s) computing ``wanted``: one, or a cut program of several when it
+        has more than ``budget`` ops or its schedule more directives than one may hold.
+        ``whole_joins``: a tree of concat nodes counts as the one Func it lowers to, and no
+        cut falls inside it (False once a pipeline of whole joins was still too long)."""
         budget = FUNC_BUDGET if budget is None else budget
+        pending = [t for t in wanted if (t.node.id, t.index) not in ctx.materialized]
+        if pending and len(pending) < len(wanted):
+            # Values computed already are not outputs again: each was a copy of a whole array
+            # (the backward of a 32-step lstm_cell loop wanted 103 of them with one sum, and
+            # their copies alone passed the directive limit of one schedule).
+            self.run_segment(ctx, pending, budget, whole_joins)
+            return [self._value_of(ctx, t) for t in wanted]
         graph = Graph(wanted, ctx.materialized)
-        ops = [n for n in graph.nodes if n.kind == "op"]
+        inner = _join_inner(graph) if whole_joins else {}
+        ops = [n for n in graph.nodes if n.kind == "op" and n.id not in inner]
         if len(ops) > budget:
             # Halide's compile time grows faster than linearly with the Funcs of a pipeline:
             # cut. The first part ends at the op that reaches the budget; every value of it
@@ -373,6 +388,11 @@ class _Recorder:
                     last = n
             head = graph.nodes[:graph.nodes.index(last) + 1]
             ids = {n.id for n in head}
+            # A join's inner concats go with its root: never cut inside a tree (the partial
+            # join was materialized, and the tree computed again in the next pipeline).
+            for n in reversed(head):
+                if n.id in inner and inner[n.id] not in ids:
+                    ids.discard(n.id)
             need: dict[tuple[int, int], T.Tensor] = {}
             for n in graph.nodes[len(head):]:
                 for t in n.inputs:
@@ -381,8 +401,8 @@ class _Recorder:
             for t in wanted:
                 if t.node.id in ids:
                     need[(t.node.id, t.index)] = t
-            self.run_segment(ctx, list(need.values()), budget)
-            return self.run_segment(ctx, wanted, budget)
+            self.run_segment(ctx, list(need.values()), budget, whole_joins)
+            return self.run_segment(ctx, wanted, budget, whole_joins)
         if not graph.nodes:   # the values are inputs or computed already
             self.added = False
             return [self._value_of(ctx, t) for t in wanted]
@@ -392,9 +412,17 @@ class _Recorder:
         except ScheduleError as e:
             # Ops whose schedules are long (a backward's anchors) can pass the op budget and
             # still exceed the directives one schedule may hold: cut at half as many ops.
-            if not isinstance(e, ScheduleTooLongError) or len(ops) < 2:
+            if not isinstance(e, ScheduleTooLongError):
                 raise
-            return self.run_segment(ctx, wanted, max(1, len(ops) // 2))
+            if len(ops) >= 2:
+                return self.run_segment(ctx, wanted, max(1, len(ops) // 2), whole_joins)
+            if inner:
+                # What is left is one op and whole joins (a join's block copies are directives
+                # of their own: value_and_grad of a 32-step lstm_cell loop reached 530 so):
+                # the joins' trees are cut too.
+                n_ops = sum(n.kind == "op" for n in graph.nodes)
+                return self.run_segment(ctx, wanted, max(1, n_ops // 2), False)
+            raise
         refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]
         arrays = [self._resolve(ctx, r, n, k) for r, (n, k) in zip(refs, graph.sources)]
         outs = seg.run(arrays)
@@ -429,6 +457,42 @@ class _Recorder:
         self.steps[-1].brk = (key, why, where)
         self.steps[-1].observed = _break_key(value, why)
         return value
+
+
+def _join_inner(graph: Graph) -> dict[int, int]:
+    """The ``concat`` nodes of ``graph`` whose only reader is another ``concat`` (inner nodes of
+    a join tree, which the lowering folds into the root's one Func): id -> the reader's id. They
+    do not count toward the op budget: 32 pieces joined as a binary tree are 31 nodes but one
+    Func, and counted, an LSTM backward's joins alone filled two pipelines."""
+    from .graph import _is_join
+
+    readers: dict[tuple, list] = {}
+    for n in graph.nodes:
+        for t in n.inputs:
+            readers.setdefault((t.node.id, t.index), []).append(n)
+    outs = {(n.id, k) for n, k in graph.outputs}
+    inner = {}
+    for n in graph.nodes:
+        if not _is_join(n) or (n.id, 0) in outs:
+            continue
+        rs = readers.get((n.id, 0), [])
+        if len(rs) == 1 and _is_join(rs[0]):
+            inner[n.id] = rs[0].id
+
+    def root(i):
+        while i in inner:
+            i = inner[i]
+        return i
+
+    # A tree of more pieces than a schedule can name update stages (one block copy each) is
+    # not kept whole: its nodes count, and cuts may fall inside it.
+    pieces: dict[int, int] = {}
+    for n in graph.nodes:
+        if _is_join(n) and (n.id in inner or any(inner.get(t.node.id) == n.id
+                                                 for t in n.inputs)):
+            pieces[root(n.id)] = pieces.get(root(n.id), 0) + sum(
+                inner.get(t.node.id) != n.id for t in n.inputs)
+    return {i: r for i, r in inner.items() if pieces.get(root(i), 0) <= JOIN_PIECES}
 
 
 def _live_tensors(ctx, exclude) -> list[T.Tensor]:
