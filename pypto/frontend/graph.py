@@ -959,6 +959,33 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
     return out
 
 
+def _flat_bounds(box, read_as: tuple, shape: tuple) -> list:
+    """The bounding box in ``shape`` of a box of the same elements read as ``read_as`` (C order):
+    the box lies between the flat positions of its first and last corners, so its bounds are
+    exact along the leading axes where those corners agree, and whole after the first axis where
+    they differ."""
+    def flat(index, dims):
+        f = 0
+        for i, n in zip(index, dims):
+            f = f * n + i
+        return f
+
+    def unflat(f, dims):
+        out = []
+        for n in reversed(dims):
+            f, r = divmod(f, n)
+            out.append(r)
+        return out[::-1]
+
+    first = unflat(flat([lo for lo, _ in box], read_as), shape)
+    last = unflat(flat([hi - 1 for _, hi in box], read_as), shape)
+    got, agree = [], True
+    for a, b, n in zip(first, last, shape):
+        got.append((a, b + 1) if agree else (0, n))
+        agree = agree and a == b
+    return got
+
+
 def _read_box(low: "Lowering", name: str, _depth: int = 0) -> tuple | None:
     """The part of Func ``name`` its readers read, ``((lo, hi), ...)`` per NumPy axis, when
     they are all slices (of slices) that leave some of it unread; None when it is read whole
@@ -971,7 +998,19 @@ def _read_box(low: "Lowering", name: str, _depth: int = 0) -> tuple | None:
     if not readers or _depth > 32 or not all(isinstance(e, int) and e > 0 for e in shape):
         return None
     box = None
+    reshaped = {r.name for r in low.reshapes.values()}
     for kind, who in readers:
+        if kind == "view" and who in reshaped:
+            # Read through a reshape (``linear(...).reshape(T, B, N)[0]``): the part read of
+            # the reshaped Func, mapped back to this one's shape.
+            sub = _read_box(low, who, _depth + 1)
+            rshape = low.funcs[who].shape
+            if sub is None or not all(isinstance(e, int) and e > 0 for e in rshape):
+                return None
+            got = _flat_bounds(sub, tuple(rshape), tuple(shape))
+            box = got if box is None else [(min(a, c), max(b, d)) for (a, b), (c, d) in
+                                           zip(box, got)]
+            continue
         sl = low.slices.get(who) if kind == "view" else None
         if sl is None or len(sl[0]) != len(shape):
             return None

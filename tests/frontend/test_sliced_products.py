@@ -120,6 +120,13 @@ CASES = {
                  lambda x: x.astype(np.float64).sum(axis=1)[3:6] + 1),
     "softmax_block": (lambda x: P.softmax(x)[5:9, 2:5] + 1.0, (E,),
                       lambda x: _softmax_ref(x.astype(np.float64))[5:9, 2:5] + 1),
+    # read through a reshape: the LSTM's input projection, one step of it
+    "linear_reshaped_step": (lambda x, w, b: P.linear(x, w, b).reshape(8, 64, 128)[0] + 1.0,
+                             (X, W, B), lambda x, w, b: _lin(x, w, b)[0:64] + 1),
+    "linear_reshaped_middle": (lambda x, w, b: P.linear(x, w, b).reshape(8, 64, 128)[3] * 2.0,
+                               (X, W, B), lambda x, w, b: _lin(x, w, b)[192:256] * 2),
+    "linear_reshaped_flat": (lambda x, w, b: P.linear(x, w, b).reshape(-1)[130:390] + 1.0,
+                             (X, W, B), lambda x, w, b: _lin(x, w, b).reshape(-1)[130:390] + 1),
 }
 
 
@@ -145,6 +152,24 @@ def test_the_products_schedule_is_made_for_the_rows_read():
     row_var = seg.op.plan.funcs[name].func.args()[1].name()
     splits = [d for d in mine if d.op == "split" and d.get("var") == row_var]
     assert splits and all(d.get("factor") <= 64 for d in splits)
+
+
+def test_the_part_read_through_a_reshape():
+    """linear [512, 128] read as [8, 64, 128] at step 3: rows 192-256 of it; read flat at
+    elements 130-390: rows 1-4 (bounds exact where the corners' rows agree, whole after)."""
+    from pypto.frontend.graph import _flat_bounds
+
+    assert _flat_bounds([(3, 4), (0, 64), (0, 128)], (8, 64, 128), (512, 128)) == \
+        [(192, 256), (0, 128)]
+    assert _flat_bounds([(130, 390)], (512 * 128,), (512, 128)) == [(1, 4), (0, 128)]
+    assert _flat_bounds([(1, 2), (5, 6)], (4, 10), (2, 20)) == [(0, 1), (15, 16)]
+    got, f = _run_fused(lambda x, w, b: P.linear(x, w, b).reshape(8, 64, 128)[3] + 1.0, X, W, B)
+    (seg,) = _segments(f)
+    (anchor,) = seg.op.plan.anchors
+    from pypto.frontend.graph import _anchor_region
+
+    region, dims = _anchor_region(anchor, seg.op.plan)
+    assert list(region.values()) == [((192, 256), (0, 128))] and dims["R"] == 64
 
 
 def test_the_part_read_and_the_dims_it_needs():
