@@ -32,13 +32,14 @@ def _want(xs, w, v):
 
 
 def _matmuls(fn):
+    """Matrix products in the program (``a @ w.T`` is recorded as ``linear(a, w, 0)``)."""
     prog = next(iter(api._programs[fn].values()))
     count, stack = 0, list(prog._cache.values())
     while stack:
         step = stack.pop()
         if step.segment is not None:
             count += sum(1 for n in step.segment.graph.nodes
-                         if n.kind == "op" and n.op.name == "matmul")
+                         if n.kind == "op" and n.op.name in ("matmul", "linear"))
         stack.extend(step.children.values())
     return count
 
