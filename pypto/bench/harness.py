@@ -271,7 +271,9 @@ def pypto_candidates(ctx: Context) -> tuple[dict[str, Candidate], dict[str, str]
         sched = default_schedule(built, ctx.dims, ctx.target)
         t0 = time.perf_counter()
         try:
-            k = compile_built(built, sched, ctx.target, source="default", fp=fingerprint(built))
+            # As a call would run it: through the compile cache, on PyPTO's thread pool.
+            k = compile_built(built, sched, ctx.target, source="default", fp=fingerprint(built),
+                              persist=True)
         except PyptoError as e:
             out["pypto-default"] = _failed("PyPTO (default)", e)
         else:

@@ -182,7 +182,7 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
         return res
     try:
         entry_fn = _checked(compile_built(build(op, k.dtypes, params), e.schedule, target,
-                                          source=f"database {where}", fp=fp),
+                                          source=f"database {where}", fp=fp, persist=True),
                             op, arrays, dims, want)
     except PyptoError as err:
         res.verdict, res.action, res.reason = "failed", "drop", str(err)
@@ -268,7 +268,7 @@ def _default_kernel(op, built, dims, target, fp, program):
 
     if not program or target.has_gpu_feature():
         first = default_schedule(built, dims, target)
-        return first, compile_built(built, first, target, source="default", fp=fp)
+        return first, compile_built(built, first, target, source="default", fp=fp, persist=True)
     from ..frontend.graph import fused_schedule
 
     out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
@@ -282,7 +282,7 @@ def _default_kernel(op, built, dims, target, fp, program):
         sched = default_schedule(b, dims, target) if kw is None else Schedule(
             op=op.name, directives=tuple(fused_schedule(b, dims, lanes, **kw)))
         try:
-            return sched, compile_built(b, sched, target, source="default", fp=fp)
+            return sched, compile_built(b, sched, target, source="default", fp=fp, persist=True)
         except PyptoError as err:
             last = err
     raise last
