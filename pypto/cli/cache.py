@@ -13,12 +13,12 @@ def cache():
 @cache.command("info")
 def info_():
     """Where the cache is, how many kernels it holds, their size, and the thread pool they use."""
-    from ..compiler.diskcache import info
+    from ..compiler.diskcache import cache_dir, info
     from ..compiler.parallel import describe
 
     i = info()
     click.echo(f"dir: {i['dir']}\nentries: {i['entries']}\nsize: {i['bytes'] / 1e6:.1f} MB")
-    click.echo(f"thread pool: {describe()}")
+    click.echo(f"thread pool: {describe(cache_dir())}")
 
 
 @cache.command("clear")

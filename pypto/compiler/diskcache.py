@@ -178,7 +178,7 @@ class DiskCallable:
         self.compiled_now = False  # True when this process compiled it (a cache miss)
         self.rebuild = None  # set for a library from an earlier process: how to rebuild it
         lib.halide_set_error_handler(_on_error)
-        self.shared_pool = parallel.install(lib)  # PyPTO's thread pool (parallel.py)
+        self.shared_pool = parallel.install(lib, usable_dir())  # PyPTO's pool (parallel.py)
 
     def _invoke(self, arrays) -> tuple[int, str | None]:
         keep: list = []

@@ -61,13 +61,16 @@ def _compiler() -> list[str] | None:
     return None
 
 
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _key(cc: list[str], source: bytes) -> str:
     return hashlib.sha256(json.dumps([_FORMAT, cc, source.hex()]).encode()).hexdigest()[:24]
 
 
 def _build(cc: list[str], root: Path, key: str) -> Path:
     """Compiles the pool into ``root/runtime/key`` (built in a private folder, renamed in)."""
-    from .aot import _sha
     from .trust import private_dir, untrusted
 
     base = root / "runtime"
@@ -110,11 +113,8 @@ def _build(cc: list[str], root: Path, key: str) -> Path:
     return lib
 
 
-def _load() -> ctypes.CDLL | None:
+def _load(root: Path | None) -> ctypes.CDLL | None:
     """The pool library, built on first use; None (with one warning) when it cannot be had."""
-    from .diskcache import usable_dir
-
-    root = usable_dir()
     cc = _compiler()
     if root is None or cc is None:
         return None
@@ -129,18 +129,20 @@ def _load() -> ctypes.CDLL | None:
         return None
 
 
-def pool() -> ctypes.CDLL | None:
-    """The loaded pool library, or None when kernels keep Halide's pool."""
-    if "lib" not in _state:
+def pool(root: Path | None = None) -> ctypes.CDLL | None:
+    """The pool library, loaded (and built when needed) under the cache folder ``root`` on first
+    use; None when kernels keep Halide's pool (or before first use, without ``root``)."""
+    if "lib" not in _state and root is not None:
         with _lock:
             if "lib" not in _state:
-                _state["lib"] = _load() if enabled() else None
-    return _state["lib"]
+                _state["lib"] = _load(root) if enabled() else None
+    return _state.get("lib")
 
 
-def install(kernel_lib: ctypes.CDLL) -> bool:
-    """Points a cached kernel's ``halide_do_par_for`` at the shared pool; True when done."""
-    lib = pool()
+def install(kernel_lib: ctypes.CDLL, root: Path | None) -> bool:
+    """Points a cached kernel's ``halide_do_par_for`` at the shared pool kept under the cache
+    folder ``root``; True when done."""
+    lib = pool(root)
     if lib is None:
         return False
     setter = kernel_lib.halide_set_custom_do_par_for
@@ -150,10 +152,9 @@ def install(kernel_lib: ctypes.CDLL) -> bool:
     return True
 
 
-def describe() -> str:
-    """One line on the pool cached kernels use, without building or loading it."""
-    from .diskcache import cache_dir
-
+def describe(root: Path | None) -> str:
+    """One line on the pool cached kernels use (the cache folder ``root``), without building or
+    loading it."""
     if not enabled():
         return "Halide's own, one per kernel (PYPTO_PARALLEL_RUNTIME=halide)"
     if _compiler() is None:
@@ -162,7 +163,6 @@ def describe() -> str:
     if not threads.isdigit() or int(threads) < 1:
         threads = str(len(os.sched_getaffinity(0)))
     spin = os.environ.get("PYPTO_SPIN_US", "").strip() or "1000"
-    root = cache_dir()
     built = root is not None and any(root.glob(f"runtime/*/{LIBRARY}"))
     return (f"PyPTO's, shared by all cached kernels: {threads} threads, idle workers spin "
             f"{spin} us (PYPTO_SPIN_US){'' if built else '; built on first use'}")
@@ -172,7 +172,7 @@ def stats() -> dict | None:
     """The pool's counters, or None when it is not in use: threads (the caller included; 0 before
     the first parallel loop), parallel loops run, wake-ups of sleeping workers, workers moved off
     the caller's core, and the spin time in µs."""
-    lib = pool()
+    lib = _state.get("lib")
     if lib is None:
         return None
     out = (ctypes.c_long * 5)()
