@@ -65,3 +65,14 @@ e = np.exp(x - x.max(1, keepdims=True))
 assert np.allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5), "wrong"
 print("disk" if calls[-1][-1].disk else "jit")
 """
+
+
+def program_segments(f):
+    """The compiled segments of every path a jitted function ``f`` has recorded."""
+    out, stack = [], list(f._cache.values())
+    while stack:
+        step = stack.pop()
+        if step.segment is not None:
+            out.append(step.segment)
+        stack += list(step.children.values())
+    return out

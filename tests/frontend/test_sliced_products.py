@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pypto
+from helpers import program_segments
 from pypto.errors import PerformanceWarning
 
 P = pypto.ops
@@ -40,14 +41,7 @@ def _softmax_ref(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _segments(f):
-    out, stack = [], list(f._cache.values())
-    while stack:
-        step = stack.pop()
-        if step.segment is not None:
-            out.append(step.segment)
-        stack += list(step.children.values())
-    return out
+_segments = program_segments
 
 
 def _run_fused(fn, *arrays):

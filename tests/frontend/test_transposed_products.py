@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pypto
+from helpers import program_segments
 
 P = pypto.ops
 RNG = np.random.default_rng(31)
@@ -15,14 +16,7 @@ def _f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def _segments(f):
-    out, stack = [], list(f._cache.values())
-    while stack:
-        step = stack.pop()
-        if step.segment is not None:
-            out.append(step.segment)
-        stack += list(step.children.values())
-    return out
+_segments = program_segments
 
 
 def _op_names(f):
