@@ -260,32 +260,17 @@ def _entry_op(name: str, root) -> tuple[Any, str | None]:
 def _default_kernel(op, built, dims, target, fp, program):
     """(schedule, kernel) of what a call gets without the entry: the op's default schedule; for
     a program, the fused default or, when it does not compile, the first of the fallbacks a
-    call takes (``pypto.frontend.jit.compile_graph_op``'s order)."""
+    call takes (``pypto.frontend.jit.compile_graph_op`` itself, without the database)."""
     from ..compiler.jit import compile_built
-    from ..compiler.lower import build
-    from ..schedule.defaults import default_schedule, vector_lanes
-    from ..schedule.schedule import Schedule
+    from ..schedule.defaults import default_schedule
 
     if not program or target.has_gpu_feature():
         first = default_schedule(built, dims, target)
         return first, compile_built(built, first, target, source="default", fp=fp, persist=True)
-    from ..frontend.graph import fused_schedule
+    from ..frontend.jit import compile_graph_op
 
-    out_dt = built.out_dtypes[0] if built.out_dtypes else "float32"
-    lanes = vector_lanes(target, out_dt if out_dt != "bool" else "uint8")
-    variants = [{"bare": True}, {"bare": True, "epilogues": False}, {"safe": True}]
-    last: PyptoError | None = None
-    for kw in [None] + variants:
-        # A fresh build for each: the directives read the program's lowering of the latest
-        # build, and a failed compile leaves its pipeline half scheduled.
-        b = build(op, built.dtypes, {})
-        sched = default_schedule(b, dims, target) if kw is None else Schedule(
-            op=op.name, directives=tuple(fused_schedule(b, dims, lanes, **kw)))
-        try:
-            return sched, compile_built(b, sched, target, source="default", fp=fp, persist=True)
-        except PyptoError as err:
-            last = err
-    raise last
+    kernel = compile_graph_op(op, target, source="default", database=False)
+    return kernel.schedule, kernel
 
 
 def _checked(kernel, op, arrays, dims, want) -> Callable[[], object]:

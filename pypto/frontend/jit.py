@@ -250,9 +250,9 @@ def _target_of(kernel):
 
 
 def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = False,
-                     source: str = "given"):
-    """Compiles a graph op: the given schedule, else its database entry, else the fused default
-    (and the safe default when the fused one cannot apply)."""
+                     source: str = "given", database: bool = True):
+    """Compiles a graph op: the given schedule, else its database entry (unless ``database`` is
+    False), else the fused default (and the safe default when the fused one cannot apply)."""
     from ..compiler.jit import compile_built
     from ..compiler.lower import build, fingerprint
     from ..database.lookup import lookup
@@ -265,7 +265,7 @@ def compile_graph_op(op: GraphOp, target, schedule=None, *, safe_only: bool = Fa
     dims = op.call_dims
     built = build(op, dtypes, {})
     fp = fingerprint(built)
-    if schedule is None:
+    if schedule is None and database:
         found = None
         try:
             found = lookup(op, fp, dtypes, {}, dims, target)
