@@ -24,6 +24,7 @@ from ..errors import CompileError, PyptoError, ScheduleError, StaleScheduleError
 from ..infra.version import halide_version as _halide_version
 from ..schedule.apply import apply_schedule
 from ..schedule.defaults import default_schedule
+from ..schedule import fit
 from ..schedule.schedule import Schedule
 from . import targets
 from .lower import build, fingerprint
@@ -280,33 +281,66 @@ _DISPATCH = r"""
 
 %(decls)s
 
-/* Tuned shapes, in the order of the named dims %(dim_names)s; -1 marks the default variant. */
+/* Tuned shapes, in the order of the named dims %(dim_names)s; -1 marks a default variant. */
 static const double shapes[%(nv)d][%(nd)d] = {%(shapes)s};
+
+/* Whether variant v's split, vector and task factors fit the extents n (a factor that needs
+   a loop at least that long, or a multiple of it; see pypto.schedule.fit). The last variant
+   fits every shape. */
+static int fits(int v, const long long *n) {
+    switch (v) {
+%(fits)s
+    }
+    return 1;
+}
 
 int %(fn)s(%(params)s) {
     double ext[%(nd)d] = {%(extents)s};
+    long long n[%(nd)d];
     int order[%(nv)d];
     double dist[%(nv)d];
+    for (int d = 0; d < %(nd)d; d++) n[d] = (long long)ext[d];
     for (int v = 0; v < %(nv)d; v++) {
         order[v] = v;
         dist[v] = 0;
         for (int d = 0; d < %(nd)d; d++)
-            dist[v] += shapes[v][d] < 0 ? 1e30 : fabs(log2(ext[d] / shapes[v][d]));
+            dist[v] += shapes[v][d] < 0 ? 1e30 * (v + 1) : fabs(log2(ext[d] / shapes[v][d]));
     }
     for (int i = 1; i < %(nv)d; i++)  /* insertion sort: nearest tuned shape first */
         for (int j = i; j > 0 && dist[order[j]] < dist[order[j - 1]]; j--) {
             int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
         }
-    int rc = -1;
+    /* The nearest variant whose factors fit this shape. (Halide's default error handler aborts
+       the process, so a variant that does not fit must not be tried.) */
     for (int i = 0; i < %(nv)d; i++) {
+        if (!fits(order[i], n)) continue;
         switch (order[i]) {
 %(cases)s
         }
-        if (rc == 0) return 0;  /* a variant that does not fit this shape fails: try the next */
     }
-    return rc;
+    return -1;
 }
 """
+
+
+def _c_term(t, index: Mapping[str, int]) -> str:
+    """A term of :func:`pypto.schedule.fit.requirements` as a C expression over ``n[]``."""
+    if isinstance(t, int):
+        return f"{t}LL"
+    if t[0] == "dim":
+        return f"n[{index[t[1]]}]"
+    if t[0] == "ceil":
+        return f"(({_c_term(t[1], index)} + {t[2] - 1}LL) / {t[2]}LL)"
+    return f"({_c_term(t[1], index)} * {_c_term(t[2], index)})"
+
+
+def _c_fits(needs: list, index: Mapping[str, int]) -> str:
+    """The C condition that every requirement holds (``1`` when there are none)."""
+    conds = []
+    for kind, e, f in needs:
+        term = _c_term(e, index)
+        conds.append(f"{term} >= {f}LL" if kind == "at_least" else f"{term} % {f}LL == 0")
+    return " && ".join(dict.fromkeys(conds)) or "1"
 
 
 def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None, params=None,
@@ -342,14 +376,26 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        objs, cases, shapes, info = [], [], [], []
-        all_variants = variants + [(None, None, "default")]
+        objs, cases, shapes, info, fits = [], [], [], [], []
+        index = {d: i for i, d in enumerate(dims_order)}
+        inputs = {spec.name: tuple(spec.dims) for spec in op.inputs}
+        ex_dims = complete_dims(op, ex, params)
+        default = default_schedule(build(op, dtypes, params), ex_dims, t)
+        # Tuned variants, then the default at the op's example shape, then that default made to
+        # run at any shape (tails guarded): the dispatcher runs the nearest one that fits.
+        all_variants = variants + [(None, default, "default"),
+                                   (None, fit.any_shape(default), "default (any shape)")]
         for i, (shape, sched, label) in enumerate(all_variants):
             vname = f"{fn}_v{i}"
             built = build(op, dtypes, params)
-            if sched is None:
-                sched = default_schedule(built, complete_dims(op, ex, params), t)
-            apply_schedule(built, sched)
+            if i < len(all_variants) - 1:
+                stored = complete_dims(op, shape, params) if shape else ex_dims
+                fits.append(f"        case {i}: return "
+                            f"{_c_fits(fit.requirements(sched, stored, inputs), index)};")
+            try:
+                apply_schedule(built, sched)
+            except ScheduleError as e:
+                raise CompileError(f"op {op.name!r}: variant {label}: {e}") from None
             try:
                 built.pipeline.compile_to({T.object: str(tmp / f"{vname}.o")}, built.images, vname, no_rt)
             except hl.HalideError as e:
@@ -358,7 +404,7 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
             shapes.append("{" + ", ".join(str(float(shape[d])) if shape else "-1" for d in dims_order) + "}")
             nargs = len(op.inputs) + len(op.outputs)
             call = ", ".join(f"a{j}" for j in range(nargs))
-            cases.append(f"        case {i}: rc = {vname}({call}); break;")
+            cases.append(f"        case {i}: return {vname}({call});")
             info.append({"function": vname, "shape": shape, "entry": label, "schedule_hash": sched.hash})
         hl.compile_standalone_runtime(str(tmp / "runtime.o"), t)
         nargs = len(op.inputs) + len(op.outputs)
@@ -371,6 +417,7 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
                     break
         decls = "\n".join(f"int {v['function']}({params_c});" for v in info)
         src = _DISPATCH % {"decls": decls, "dim_names": ",".join(dims_order), "nv": len(info),
+                           "fits": "\n".join(fits),
                            "nd": len(dims_order), "shapes": ", ".join(shapes), "fn": fn,
                            "params": params_c, "extents": ", ".join(extents), "cases": "\n".join(cases)}
         (tmp / f"{fn}_dispatch.c").write_text(src)

@@ -11,7 +11,7 @@ one dim costs 1; entries further than ``MAX_DISTANCE`` (4) are not used. Only en
 entries whose algorithm fingerprint differs from the op's are *stale*: reported, never applied.
 A near entry is used only if it applies to the new shape: no ``bound`` directives (which pin a
 shape), and no factor the new extents cannot take (a ``shift_inwards`` split longer than its loop,
-a ``round_up`` split that no longer divides it: :mod:`pypto.database.fit`). An entry, exact or
+a ``round_up`` split that no longer divides it: :mod:`pypto.schedule.fit`). An entry, exact or
 near, is never used at a shape where it was measured slower than the default schedule (its
 ``slower_at`` records, written by ``pypto db revalidate`` and :func:`record_slower`). Each skip is
 explained. If a chosen entry still fails to compile or run, the call falls back to the default.
@@ -31,7 +31,7 @@ from ..compiler import targets
 from ..errors import PyptoError
 from ..schedule.schedule import Schedule
 from .entry import Entry, Key
-from .fit import unfit
+from ..schedule.fit import unfit
 from .store import Database, DirectoryDatabase
 
 

@@ -37,6 +37,7 @@ from ..dtypes import halide_type
 from ..errors import OpDefinitionError
 from ..ops._op import Op
 from ..schedule.directives import GRAMMAR, Directive
+from ..schedule.fit import any_shape
 from .shapes import SymInt, as_expr, slots, symbolic
 from .tensor import Node, Tensor
 
@@ -874,7 +875,8 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             continue
         column = None if safe else _column_reduction(a, n, low, built, claimed, lanes)
         directives = column if column is not None or safe else \
-            _anchor_directives(a, n, target, claimed, *_anchor_region(a, low))
+            _anchor_directives(a, n, target, claimed, *_anchor_region(a, low),
+                               unused=_has_unused_output(a, low))
         plans.append((a, directives, column is not None))
         if directives is None or column is not None or n.op.category == "reduction":
             continue
@@ -893,7 +895,8 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         if is_column and any(v in dense for v in a["inputs"].values()):
             # Its view is made dense for another reader: the op's own schedule reads the copy.
             plans[k] = (a, _anchor_directives(a, a["node"], target, claimed,
-                                              *_anchor_region(a, low)), False)
+                                              *_anchor_region(a, low),
+                                              unused=_has_unused_output(a, low)), False)
     for a, directives, _ in plans:
         for name in a["outs"]:
             if name not in claimed and name in built.funcs:   # (an unused output is no Func)
@@ -1167,6 +1170,12 @@ class _Unfused:
 _VAR_KINDS = {"var", "vars", "purevar", "purevars", "atvar"}
 
 
+def _has_unused_output(a: dict, low) -> bool:
+    """Whether an output of a multi-output anchor is read by no one (nor is a program output)."""
+    readers = getattr(low, "readers", None) or {}
+    return len(a["outs"]) > 1 and any(not readers.get(name) for name in a["outs"])
+
+
 def _anchor_region(a: dict, low: "Lowering") -> tuple[dict, dict | None]:
     """``({output Func: box}, dims)`` for the anchor's outputs that its readers read only part
     of (see :func:`_read_box`), and the op's dims as they need them (None: none is)."""
@@ -1203,13 +1212,17 @@ def _region_dims(a: dict, n: Node, low: "Lowering", region: dict) -> dict:
 
 
 def _anchor_directives(a: dict, n: Node, target, claimed, region: dict | None = None,
-                       region_dims: dict | None = None) -> list[Directive] | None:
+                       region_dims: dict | None = None,
+                       unused: bool = False) -> list[Directive] | None:
     """The anchor op's own schedule (database entry, else its default), renamed into the graph.
 
     ``region`` (see :func:`_anchor_region`): outputs its readers read only part of. The
     schedule is then the op's default for the extents read (``region_dims``), and a ``bound``
     on such an output is the part read (a tile made for the whole extent, shifted inwards to
-    stay within the part computed, reads before the start of the inputs)."""
+    stay within the part computed, reads before the start of the inputs). ``unused``: an output
+    of the op is read by no one, so its inner Funcs may be computed over less than the op's
+    dims (lstm_cell's gates, when only its ``c`` is read, over 3 of the 4 gates): every factor
+    then guards its tail (:func:`pypto.schedule.fit.any_shape`)."""
     from ..compiler.lower import build, fingerprint
     from ..database.lookup import lookup
     from ..schedule.defaults import default_schedule
@@ -1231,6 +1244,8 @@ def _anchor_directives(a: dict, n: Node, target, claimed, region: dict | None = 
         # would fall back at run time, a fused pipeline cannot: only exact entries are used.
         found = None
     sched = found.schedule if found is not None else default_schedule(built, dims, target)
+    if unused:
+        sched = any_shape(sched)
     inputs = a["inputs"]
     names: dict[str, str] = dict(inputs)        # an input, by its name or its Func's
     for fname in built.funcs:

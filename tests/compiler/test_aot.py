@@ -46,8 +46,8 @@ int main(void) {
 """
 
 
-def _input():
-    r, c = np.meshgrid(np.arange(R), np.arange(C), indexing="ij")
+def _input(rows=R, cols=C):
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     return (((r * 7 + c * 3) % 11) / 5.0).astype(np.float32)
 
 
@@ -56,16 +56,16 @@ def _softmax_ref(x):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def _run_c(lib_dir, archive):
+def _run_c(lib_dir, archive, rows=R, cols=C):
     src = lib_dir / "main.c"
-    src.write_text(C_MAIN % {"R": R, "C": C})
+    src.write_text(C_MAIN % {"R": rows, "C": cols})
     (lib_dir / "HalideBuffer_free.h").write_text('#include "HalideRuntime.h"\n')
     inc = os.path.join(os.path.dirname(__import_halide().__file__), "include")
     exe = lib_dir / "main"
     subprocess.run(["cc", "-O1", f"-I{inc}", f"-I{lib_dir}", str(src), str(archive), "-o", str(exe),
                     "-lpthread", "-ldl", "-lm"], check=True, capture_output=True)
     out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    return np.array([float(v) for v in out.split()], np.float32).reshape(R, C)
+    return np.array([float(v) for v in out.split()], np.float32).reshape(rows, cols)
 
 
 def __import_halide():
@@ -221,4 +221,11 @@ def test_all_shapes_library_dispatches_to_the_nearest_tuned_schedule(tmp_path):
     shapes = [v["shape"] for v in res.manifest["variants"]]
     assert {"R": 4, "C": 16} in shapes and {"R": 4096, "C": 1024} in shapes and shapes[-1] is None
     assert res.manifest["shape"] == "any"
-    assert_close(_run_c(tmp_path / "lib", tmp_path / "lib" / "pypto_softmax.a"), _softmax_ref(_input()))
+    lib = tmp_path / "lib"
+    assert_close(_run_c(lib, lib / "pypto_softmax.a"), _softmax_ref(_input()))
+    # Shapes that no variant's vectors fit (3 columns), that only the small one fits, and odd
+    # large ones: the dispatcher runs the nearest variant whose factors fit (with 16-lane
+    # vectors the R=4, C=16 entry cannot run at 13 columns; Halide's error handler aborts).
+    for rows, cols in ((1, 3), (2, 17), (5, 13), (9, 1000)):
+        assert_close(_run_c(lib, lib / "pypto_softmax.a", rows, cols),
+                     _softmax_ref(_input(rows, cols)), err_msg=f"{rows}x{cols}")

@@ -214,3 +214,51 @@ def test_a_corrupt_file_does_not_break_calls(userdb):
     clear_memory_cache()
     assert call(8, 8, 8).chosen == "default"
     assert any("invalid JSON" in p for p in DirectoryDatabase(userdb).problems())
+
+
+def test_the_run_time_form_of_the_factor_check_agrees_with_it():
+    # An any-shape AOT library checks the factors in C, from fit.requirements: on every shipped
+    # op entry and on the default schedules of ops of each family (at the op sweep's shapes),
+    # at shapes smaller, odd and larger than the schedule's own, the terms hold exactly when the
+    # Python check (unfit, which nearest-shape lookup uses) lets the schedule serve.
+    from pathlib import Path
+
+    import pypto
+    from pypto.bench.sweep import SHAPES
+    from pypto.compiler import targets
+    from pypto.compiler.lower import build
+    from pypto.database.lookup import _full_dims
+    from pypto.infra.inputs import complete_dims
+    from pypto.schedule.defaults import default_schedule
+    from pypto.schedule.fit import holds, requirements, unfit
+
+    root = Path(pypto.__file__).parent / "_schedules"
+    cases = []
+    for fam in (p for p in root.iterdir() if p.is_dir() and p.name != "programs"):
+        db = DirectoryDatabase(root)
+        for f in fam.glob("*.json"):
+            if not f.stem.startswith("g_"):
+                for e in db.entries(f.stem, fam.name):
+                    op = pypto.get_op(e.key.op)
+                    cases.append((op, e.schedule, _full_dims(op, e.key, dict(e.key.params))))
+    for name in ("matmul", "batch_matmul", "linear", "conv2d", "depthwise_conv2d", "softmax",
+                 "layer_norm", "max_pool2d", "cumsum", "transpose"):
+        op = pypto.get_op(name)
+        dims, params = SHAPES.get(name, ({}, {}))
+        if not dims:
+            continue
+        params = op.resolve_params(dict(params))
+        dims = complete_dims(op, dims, params)
+        built = build(op, op.dtypes[0], params)
+        cases.append((op, default_schedule(built, dims, targets.host()), dict(dims)))
+    checked = refused = 0
+    for op, schedule, stored in cases:
+        inputs = {spec.name: tuple(spec.dims) for spec in op.inputs}
+        needs = requirements(schedule, stored, inputs)
+        for scale in (0.01, 0.37, 1.0, 1.5, 3.0):
+            new = {d: max(1, round(v * scale) + (scale != 1.0)) for d, v in stored.items()}
+            ok = unfit(schedule, stored, new, inputs) is None
+            assert ok == all(holds(n, new) for n in needs), (op.name, stored, new, needs)
+            checked += 1
+            refused += not ok
+    assert checked >= 50 and refused > 0, (checked, refused)

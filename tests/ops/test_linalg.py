@@ -282,8 +282,11 @@ def test_batched_default_plan():
             placed = [d.get("var") for d in ds if d.op == "compute_at" and d.func == "acc"]
             wraps = [d.get("as") for d in ds if d.op == "wrap"]
             assert placed == [at] and wraps == staged, (name, B, M, K, placed, wraps)
-        # Register blocks are three vectors wide unless two cut the columns with much less waste.
-        for N, width in ((256, 3 * lanes), (64, 2 * lanes), (40, 3 * lanes)):
+        # Register blocks are three vectors wide unless two cut the columns with much less waste
+        # (per vector width: 8 lanes on AVX2, 16 on AVX-512; 40 columns hold only two vectors).
+        widths = {8: ((256, 24), (64, 16), (40, 24), (48, 24)),
+                  16: ((256, 32), (64, 32), (96, 48), (40, 32))}.get(lanes, ())
+        for N, width in widths:
             ds = default_schedule(built, {"B": 8, "M": 64, "K": 64, "N": N},
                                   targets.host()).directives
             assert ds[0].op == "split" and ds[0].get("var") == "n", ds[0]

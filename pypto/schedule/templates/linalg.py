@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..defaults import D, output_directives, template
+from ..directives import LIMITS
 
 SI = "shift_inwards"
 GW = "guard_with_if"
@@ -47,6 +48,15 @@ STAGE_MIN_ROWS = 16
 def _lanes_for(built, lanes: int) -> int:
     # float16 products are computed in float32: use the float32 vector width.
     return lanes // 2 if built.out_dtypes[0] == "float16" else lanes
+
+
+def _fit_unroll(ku: int, body: int) -> int:
+    """``ku`` halved until a stage's unrolled body (``body`` values per step of k, times ``ku``)
+    fits :data:`LIMITS`: with 16-lane vectors (AVX-512) a register block of 3 rows by 4 vectors
+    unrolled 8 times along k was 1536 values, past what a schedule may unroll."""
+    while ku > 1 and body * ku > LIMITS["unrolled_body"]:
+        ku //= 2
+    return ku
 
 
 def _row_tile(M: int, ry: int, ty: int) -> tuple[int, int]:
@@ -95,7 +105,7 @@ def gemm_directives(dims, lanes: int, *, n: str, m: str, k: str, N: int, M: int,
         tx = N
     ry, ty = _row_tile(M, ry, ty)
     kc = min(kc, K)
-    ku = min(ku, kc)
+    ku = _fit_unroll(min(ku, kc), tx * ry)
     ds += [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
            D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
            D("reorder", "out", vars=["ni", "mi", "no", "mo"])]
@@ -219,6 +229,7 @@ def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: i
     vec, tx = _columns(N, lanes, reg_vectors)
     ry, ty = _row_tile(M, ry, ty)
     rows = task == "rows" and batch is not None
+    ku = _fit_unroll(ku, tx * ry)
     ds = [D("split", "out", var=n, outer="no", inner="ni", factor=tx, tail=SI),
           D("split", "out", var=m, outer="mo", inner="mi", factor=ty, tail=SI),
           D("split", "out", var="mi", outer="mio", inner="mii", factor=ry, tail=SI)]
