@@ -940,7 +940,12 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
         info = built.funcs[vname]
         out.append(D("compute_root", vname))
         ext_of(low.funcs[vname], info.args)
-        out += output_directives(vname, info.args, extents, lanes, tail="guard_with_if")
+        tiled = None
+        if vname in low.transposed:
+            from ..schedule.templates.linalg import transpose_directives
+            tiled = transpose_directives(vname, info.args,
+                                         [extents[a.upper()] for a in info.args], lanes)
+        out += tiled or output_directives(vname, info.args, extents, lanes, tail="guard_with_if")
     for name in sorted(low.materialize):
         info = built.funcs.get(name)
         if info is None or (name in recompute and name not in handled):

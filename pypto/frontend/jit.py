@@ -65,10 +65,35 @@ GLOBAL = Stats()
 
 # -- compiled segments --------------------------------------------------------------------------------
 
-class Segment:
-    """One compiled pipeline of a traced program and how to feed it."""
+def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
+    """``{i: (j, shape)}``: ``wanted[i]`` is a chain of reshapes of ``wanted[j]`` (itself not
+    one), so its array is ``wanted[j]``'s reshaped to ``shape``."""
+    at = {(t.node.id, t.index): j for j, t in enumerate(wanted)}
+    out: dict[int, tuple[int, tuple]] = {}
+    for i, t in enumerate(wanted):
+        node = t.node
+        while node.kind == "view" and node.aux[0] == "reshape" and len(node.inputs) == 1:
+            src = node.inputs[0]
+            j = at.get((src.node.id, src.index))
+            if j is not None and j != i:
+                out[i] = (j, tuple(t.node.outs[t.index][0]))
+                break
+            node = src.node
+    # A base that is itself derived would be missing from the pipeline: keep such chains whole.
+    return {i: (j, shape) for i, (j, shape) in out.items() if j not in out}
 
-    def __init__(self, graph: Graph, name: str | None = None):
+
+class Segment:
+    """One compiled pipeline of a traced program and how to feed it.
+
+    ``reshaped`` (see :func:`_reshaped_outputs`) with ``n_wanted``: the graph holds only the
+    other values, and :meth:`run` returns all ``n_wanted``, the reshaped ones as NumPy views of
+    the arrays they reshape."""
+
+    def __init__(self, graph: Graph, name: str | None = None, reshaped: dict | None = None,
+                 n_wanted: int | None = None):
+        self.reshaped = reshaped or {}
+        self.n_wanted = n_wanted if reshaped else None
         self.graph = graph
         self.op, self.kernel = _compiled_graph(graph, name)
         self.shapes = [graph.source_shape(i) for i in range(len(graph.sources))]
@@ -93,7 +118,17 @@ class Segment:
             _warn_safe(self.op, e)
             self._launchers.clear()
             outs = self._launch(ins)
-        return [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
+        outs = [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
+        if self.n_wanted is None:
+            return outs
+        full: list = [None] * self.n_wanted
+        rest = iter(outs)
+        for i in range(self.n_wanted):
+            if i not in self.reshaped:
+                full[i] = next(rest)
+        for i, (j, shape) in self.reshaped.items():
+            full[i] = full[j].reshape(shape)
+        return full
 
     def _launch(self, ins: list[np.ndarray]) -> list[np.ndarray]:
         """Runs the kernel; a disk-cached one through a launcher whose buffer structures are
@@ -406,9 +441,16 @@ class _Recorder:
         if not graph.nodes:   # the values are inputs or computed already
             self.added = False
             return [self._value_of(ctx, t) for t in wanted]
+        reshaped = _reshaped_outputs(wanted)
+        if reshaped:
+            # A wanted value that is a reshape of another wanted value is not an output of its
+            # own (a copy): NumPy reshapes the other's array (the forward of an LSTM step wrote
+            # 5 of its 12 values for the backward twice, flat and as [B, H]).
+            graph = Graph([t for i, t in enumerate(wanted) if i not in reshaped],
+                          ctx.materialized)
         self.added = True
         try:
-            seg = Segment(graph, self.seg_name)
+            seg = Segment(graph, self.seg_name, reshaped, len(wanted))
         except ScheduleError as e:
             # Ops whose schedules are long (a backward's anchors) can pass the op budget and
             # still exceed the directives one schedule may hold: cut at half as many ops.
@@ -426,7 +468,8 @@ class _Recorder:
         refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]
         arrays = [self._resolve(ctx, r, n, k) for r, (n, k) in zip(refs, graph.sources)]
         outs = seg.run(arrays)
-        produced = [(n.id, k) for n, k in graph.outputs]
+        produced = [(t.node.id, t.index) for t in wanted] if reshaped else \
+            [(n.id, k) for n, k in graph.outputs]
         for key, o in zip(produced, outs):
             ctx.materialized[key] = o
         self.steps.append(_Step(seg, refs, produced))
