@@ -80,7 +80,22 @@ def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
                 break
             node = src.node
     # A base that is itself derived would be missing from the pipeline: keep such chains whole.
-    return {i: (j, shape) for i, (j, shape) in out.items() if j not in out}
+    out = {i: (j, shape) for i, (j, shape) in out.items() if j not in out}
+    # Of a base and its reshapes, the pipeline writes the one of most dims (its natural shape:
+    # an elementwise op on a [64, 512] slice is lowered over [64, 512], and writing it flat
+    # cost a division per element, 15 ns each), the others are NumPy reshapes of it.
+    groups: dict[int, list[int]] = {}
+    for i, (j, _) in out.items():
+        groups.setdefault(j, [j]).append(i)
+    for j, members in groups.items():
+        best = max(members, key=lambda m: len(wanted[m].node.outs[wanted[m].index][0]))
+        if best != j:
+            for m in members:
+                out.pop(m, None)
+            for m in members:
+                if m != best:
+                    out[m] = (best, tuple(wanted[m].node.outs[wanted[m].index][0]))
+    return out
 
 
 class Segment:
