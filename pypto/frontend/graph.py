@@ -159,6 +159,16 @@ class Graph:
         return [env[self.ref(o)] for o in self.outputs]
 
 
+def _same(a, b) -> bool:
+    """Whether two extents are the same at every shape the pipeline serves: equal constants,
+    or one symbolic extent (a shape-generic pipeline's extents that only agree at the traced
+    shape are not the same)."""
+    if isinstance(a, SymInt) or isinstance(b, SymInt):
+        return (isinstance(a, SymInt) and isinstance(b, SymInt)
+                and (a.expr is b.expr or str(a.expr) == str(b.expr)))
+    return int(a) == int(b)
+
+
 def _np_view(a: np.ndarray, aux: tuple, shape) -> np.ndarray:
     kind = aux[0]
     if kind == "reshape":
@@ -276,18 +286,35 @@ class Lowering:
             if r is None:
                 f, r = self._new(f"rs{len(self.reshapes)}_{v.name}", want, "view", v.name)
                 vs = _vars("x", want)
+                idx_np = list(reversed(vs))
+                have = list(v.shape)
+                # Axes the two shapes share at either end map one to one; only the axes between
+                # are flattened and split again. (A product reading 32 joined [64, 2048] steps
+                # as [2048, 2048] divided every index of its inner loop by 2048 and took twice
+                # as long; now only the row index is split, by 64.)
+                head = 0
+                while (head < min(len(want), len(have)) - 1 and _same(want[head], have[head])):
+                    head += 1
+                tail = 0
+                while (tail < min(len(want), len(have)) - head
+                       and _same(want[-1 - tail], have[-1 - tail])):
+                    tail += 1
+                mid_want = list(range(head, len(want) - tail))
+                mid_have = list(range(head, len(have) - tail))
                 flat = 0
                 stride = 1
-                idx_np = list(reversed(vs))
-                for axis in range(len(want) - 1, -1, -1):
+                for axis in reversed(mid_want):
                     flat = flat + idx_np[axis] * stride
                     stride = stride * as_expr(want[axis])
-                src_idx = []
+                mid_idx = []
                 stride = 1
-                for axis in range(len(v.shape) - 1, -1, -1):
-                    n = as_expr(v.shape[axis])
-                    src_idx.insert(0, (flat // stride) % n if axis else flat // stride)
+                for k, axis in enumerate(reversed(mid_have)):
+                    n = as_expr(have[axis])
+                    last = k == len(mid_have) - 1
+                    mid_idx.insert(0, flat // stride if last else (flat // stride) % n)
                     stride = stride * n
+                src_idx = (idx_np[:head] + mid_idx
+                           + idx_np[len(want) - tail:])
                 f[vs] = v.func[list(reversed(src_idx))]
                 self.reshapes[key] = r
                 if v.name in self.reindexed:

@@ -34,7 +34,8 @@ NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]{0,63}$")
 #: Upper bounds on every factor a schedule may ask for. They keep compile time and memory bounded:
 #: Halide's compile time grows much faster than the unroll factor (unroll 1024 takes about a minute).
 LIMITS = {
-    "directives": 512,       # directives in one schedule
+    "directives": 1024,      # directives in one schedule (a program joining three 32-step
+                             # gradients holds ~400 for its block copies alone)
     "split": 1 << 26,        # split / tile factors (a split costs no compile time; Adams2019
                              # splits a 16M-element loop by 1M)
     "vector": 64,            # vector lanes of one vectorize

@@ -80,3 +80,31 @@ def test_an_operand_read_through_a_transpose_is_copied_in_blocks(m, k, n):
         assert views and views <= blocked, (views, blocked)
     elif min(m, k) < 8:
         assert not (views & blocked), (views, blocked)
+
+
+@pytest.mark.parametrize("src,dst", [((4, 8, 16), (32, 16)), ((32, 16), (4, 8, 16)),
+                                     ((4, 8, 16), (4, 128)), ((6, 4, 10), (6, 2, 20)),
+                                     ((3, 5, 7), (105,)), ((2, 3, 4, 5), (2, 12, 5))])
+def test_reads_through_a_reshape_of_a_computed_value(src, dst):
+    # The reshape maps the axes both shapes share at either end one to one and splits only
+    # the axes between: every layout against NumPy, read by a product and by a reduction.
+    x = _f32(*src)
+    k = dst[-1]
+    w = _f32(k, 3)
+    f = pypto.jit(lambda x, w: (P.matmul(P.exp(x).reshape(*dst), w), P.sum(P.exp(x).reshape(*dst),
+                                                                            axis=-1)))
+    got_p, got_s = f(x, w)
+    e = np.exp(x.astype(np.float64)).reshape(dst)
+    np.testing.assert_allclose(got_p, e @ w.astype(np.float64), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got_s, e.sum(-1), rtol=1e-5)
+
+
+def test_a_reshape_read_in_a_pipeline_made_for_several_shapes():
+    # Extents that only agree at one shape are not taken as the same axis: the pipeline made
+    # shape-generic after a few shapes reads [b, n, 16] as [b * n, 16] right at each of them.
+    f = pypto.jit(lambda x, w: P.matmul(P.tanh(x).reshape(-1, 16), w))
+    w = _f32(16, 4)
+    for b, n in ((2, 16), (3, 5), (16, 2), (4, 16), (1, 1)):
+        x = _f32(b, n, 16)
+        want = np.tanh(x.astype(np.float64)).reshape(-1, 16) @ w.astype(np.float64)
+        np.testing.assert_allclose(f(x, w), want, rtol=1e-4, atol=1e-4, err_msg=f"{b}x{n}")
