@@ -111,10 +111,13 @@ def test_a_million_directives_in_a_file_are_refused_quickly(tmp_path):
 def test_too_many_directives_in_one_entry_are_refused(tmp_path):
     path = _good_file(tmp_path)
     doc = json.loads(path.read_text())
-    doc["entries"][0]["schedule"]["directives"] = [{"op": "parallel", "func": "out"}] * 600
+    from pypto.schedule.directives import LIMITS
+
+    n = LIMITS["directives"] + 88
+    doc["entries"][0]["schedule"]["directives"] = [{"op": "parallel", "func": "out"}] * n
     path.write_text(json.dumps(doc))
     problems = DirectoryDatabase(tmp_path).problems()
-    assert any("600 directives exceed the limit" in p for p in problems)
+    assert any(f"{n} directives exceed the limit" in p for p in problems)
 
 
 def test_unknown_func_is_found_by_deep_validation(tmp_path):
