@@ -108,3 +108,25 @@ def test_a_reshape_read_in_a_pipeline_made_for_several_shapes():
         x = _f32(b, n, 16)
         want = np.tanh(x.astype(np.float64)).reshape(-1, 16) @ w.astype(np.float64)
         np.testing.assert_allclose(f(x, w), want, rtol=1e-4, atol=1e-4, err_msg=f"{b}x{n}")
+
+
+def test_a_value_written_out_and_read_by_another_output_is_computed_once():
+    # The sigmoid is an output and the product reads it: it is computed at root once, not
+    # inlined into both (a value read by a single output stays inlined).
+    x = _f32(64, 48)
+
+    def f(x):
+        s = P.sigmoid(x)
+        return s, P.tanh(s) * s, P.exp(x) + 1.0
+
+    g = pypto.jit(f)
+    got = g(x)
+    xd = x.astype(np.float64)
+    s = 1 / (1 + np.exp(-xd))
+    for a, b in zip(got, (s, np.tanh(s) * s, np.exp(xd) + 1)):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    (seg,) = program_segments(g)
+    low = seg.op.plan
+    roots = {d.func for d in seg.kernel.schedule.directives if d.op == "compute_root"}
+    kept = {name for name in low.materialize if low.funcs[name].kind == "pointwise"}
+    assert len(kept) == 1 and kept <= roots, (kept, roots)
