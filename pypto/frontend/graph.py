@@ -1218,8 +1218,7 @@ _VAR_KINDS = {"var", "vars", "purevar", "purevars", "atvar"}
 
 def _has_unused_output(a: dict, low) -> bool:
     """Whether an output of a multi-output anchor is read by no one (nor is a program output)."""
-    readers = getattr(low, "readers", None) or {}
-    return len(a["outs"]) > 1 and any(not readers.get(name) for name in a["outs"])
+    return len(a["outs"]) > 1 and any(not low.readers.get(name) for name in a["outs"])
 
 
 def _anchor_region(a: dict, low: "Lowering") -> tuple[dict, dict | None]:

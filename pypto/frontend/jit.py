@@ -66,35 +66,36 @@ GLOBAL = Stats()
 # -- compiled segments --------------------------------------------------------------------------------
 
 def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
-    """``{i: (j, shape)}``: ``wanted[i]`` is a chain of reshapes of ``wanted[j]`` (itself not
-    one), so its array is ``wanted[j]``'s reshaped to ``shape``."""
+    """``{i: (j, shape)}``: ``wanted[i]`` and ``wanted[j]`` are reshapes of one another (through
+    a chain of reshapes), so ``wanted[i]``'s array is ``wanted[j]``'s reshaped to ``shape``.
+    Of each such group the pipeline writes the one of most dims (its natural shape: an
+    elementwise op on a [64, 512] slice is lowered over [64, 512], and writing it flat cost a
+    division per element, 15 ns each); the others are not outputs of their own."""
     at = {(t.node.id, t.index): j for j, t in enumerate(wanted)}
-    out: dict[int, tuple[int, tuple]] = {}
+    parent: dict[int, int] = {}
     for i, t in enumerate(wanted):
         node = t.node
         while node.kind == "view" and node.aux[0] == "reshape" and len(node.inputs) == 1:
             src = node.inputs[0]
             j = at.get((src.node.id, src.index))
             if j is not None and j != i:
-                out[i] = (j, tuple(t.node.outs[t.index][0]))
+                parent[i] = j
                 break
             node = src.node
-    # A base that is itself derived would be missing from the pipeline: keep such chains whole.
-    out = {i: (j, shape) for i, (j, shape) in out.items() if j not in out}
-    # Of a base and its reshapes, the pipeline writes the one of most dims (its natural shape:
-    # an elementwise op on a [64, 512] slice is lowered over [64, 512], and writing it flat
-    # cost a division per element, 15 ns each), the others are NumPy reshapes of it.
     groups: dict[int, list[int]] = {}
-    for i, (j, _) in out.items():
-        groups.setdefault(j, [j]).append(i)
-    for j, members in groups.items():
-        best = max(members, key=lambda m: len(wanted[m].node.outs[wanted[m].index][0]))
-        if best != j:
-            for m in members:
-                out.pop(m, None)
-            for m in members:
-                if m != best:
-                    out[m] = (best, tuple(wanted[m].node.outs[wanted[m].index][0]))
+    for i in range(len(wanted)):
+        root = i
+        while root in parent:
+            root = parent[root]
+        groups.setdefault(root, []).append(i)
+
+    def shape(m: int) -> tuple:
+        return tuple(wanted[m].node.outs[wanted[m].index][0])
+
+    out: dict[int, tuple[int, tuple]] = {}
+    for members in groups.values():
+        best = max(members, key=lambda m: len(shape(m)))
+        out.update({m: (best, shape(m)) for m in members if m != best})
     return out
 
 
