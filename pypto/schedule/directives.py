@@ -265,3 +265,18 @@ def unrolled_extent(d: Directive, known: Mapping[str, int]) -> int:
     if f is not None:
         return f
     return known.get(d.get("var"), math.inf)
+
+
+def rename_funcs(directives, names: Mapping[str, str]) -> list[Directive]:
+    """``directives`` with the Funcs they name (the Func acted on, and arguments that name a Func,
+    such as ``compute_at``'s ``at`` or ``wrap``'s ``consumer``) renamed by ``names``; others kept.
+    A template written for one algorithm's names (the matrix product's ``out`` and ``acc``) then
+    schedules the same structure in another op."""
+    out = []
+    for d in directives:
+        args = d.kwargs
+        for arg, kind in GRAMMAR.get(d.op, ()):
+            if kind.rstrip("?") in ("func", "name") and args.get(arg) in names:
+                args[arg] = names[args[arg]]
+        out.append(Directive.make(d.op, names.get(d.func, d.func), d.stage, **args))
+    return out
