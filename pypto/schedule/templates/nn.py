@@ -14,16 +14,22 @@ import math
 import numpy as np
 
 from ..defaults import D, output_directives, template
-from ..directives import rename_funcs
+from ..directives import LIMITS, rename_funcs
 from .linalg import LINEAR_KNOBS, _fit_matmul, _lanes_for, gemm_directives
 
 #: Vector registers a tile may keep busy: its accumulators, its loaded input vectors (each feeds
-#: every output channel of the tile) and one broadcast weight, leaving one of AVX2's 16 spare.
-#: Tiles over this budget spill and run about half as fast.
+#: every output channel of the tile) and one broadcast weight, leaving one spare, by vector width:
+#: AVX2's 16 registers of 32 bytes, AVX-512's 32 of 64. Tiles over this budget spill and run about
+#: half as fast. On AVX-512 the 16-register budget left half the register file idle: conv2d
+#: 64 -> 64 channels, 3x3, at 28/56/112 pixels took 0.46-0.83 / 1.84-1.91 / 7.4-10.1 ms with it
+#: and 0.33-0.39 / 1.49-1.57 / 4.7-5.9 with (31, 20) (torch 0.45-0.51 / 1.52-2.17 / 5.7-7.0).
 REGISTERS = 15
 MAX_ACC = 12
+WIDE_REGISTERS = 31
+WIDE_MAX_ACC = 20
 #: conv2d unrolls the kernel columns inside its channel loop up to this kernel width, while the
-#: unrolled body (vector lanes x register tile x kernel columns) stays within UNROLLED_BODY.
+#: unrolled body (vector lanes x register tile x kernel columns) stays within UNROLLED_BODY; with
+#: AVX-512's budget, within the directive limit (16 lanes x 20 accumulators x 3 columns fit).
 KW_UNROLL = 7
 UNROLLED_BODY = 512
 #: Bytes of padded input rows one conv2d task reads (half of a 512 KiB L2 cache).
@@ -43,7 +49,17 @@ def _tiles(n: int, f: int) -> int:
     return -(-n // f) * f
 
 
-def _conv_tile(ow: int, oh: int, o: int, vec: int) -> tuple[int, int, int]:
+def register_budget(built, lanes: int) -> tuple[int, int, int]:
+    """(vector registers, accumulators, unrolled values) a register tile may use: AVX-512's
+    budget when a vector of the op's dtype is 64 bytes, else AVX2's (and NEON's, whose 32
+    registers of 16 bytes hold fewer values than AVX2's 16)."""
+    if lanes * np.dtype(built.dtypes[0]).itemsize >= 64:
+        return WIDE_REGISTERS, WIDE_MAX_ACC, LIMITS["unrolled_body"]
+    return REGISTERS, MAX_ACC, UNROLLED_BODY
+
+
+def _conv_tile(ow: int, oh: int, o: int, vec: int,
+               budget: tuple[int, ...] = (REGISTERS, MAX_ACC)) -> tuple[int, int, int]:
     """Chooses (vectors along columns, rows, output channels) per tile, by a small cost model.
 
     A tap step of a tile costs about max(FMAs / 2, loads / 1.5) cycles plus one of loop overhead
@@ -51,6 +67,7 @@ def _conv_tile(ow: int, oh: int, o: int, vec: int) -> tuple[int, int, int]:
     are the input vectors (one per column vector and row) and the weight broadcasts (one per output
     channel). Work outside the output (tiles overlapping at the edges) is counted.
     """
+    registers, max_acc = budget[:2]
     best, best_cost = (1, 1, 1), math.inf
     for nv in range(1, 9):
         if vec * nv > ow:
@@ -58,9 +75,9 @@ def _conv_tile(ow: int, oh: int, o: int, vec: int) -> tuple[int, int, int]:
         for rb in range(1, 5):
             if rb > oh:
                 break
-            for ob in range(1, MAX_ACC + 1):
+            for ob in range(1, max_acc + 1):
                 acc = nv * rb * ob
-                if ob > o or acc > MAX_ACC or acc + nv * rb + 1 > REGISTERS:
+                if ob > o or acc > max_acc or acc + nv * rb + 1 > registers:
                     break
                 per_step = max(acc / 2, (ob + nv * rb) / 1.5) + 1
                 steps = (_tiles(ow, vec * nv) // (vec * nv)) * (_tiles(oh, rb) // rb) * (
@@ -129,7 +146,8 @@ def _tile_split(d: list, tile: list, var: str, factor: int, fits: bool = True) -
 def _conv2d(built, dims, lanes):
     OW, OH, O = dims["OW"], dims["OH"], dims["O"]
     vec = _vec(OW, lanes)
-    nv, rb, ob = _conv_tile(OW, OH, O, vec)
+    budget = register_budget(built, lanes)
+    nv, rb, ob = _conv_tile(OW, OH, O, vec, budget)
     d = []
     tile = []
     ow_outer = _tile_split(d, tile, "ow", vec * nv)
@@ -157,7 +175,7 @@ def _conv2d(built, dims, lanes):
     # one column apart (the same cache lines), so a channel step touches a few lines instead of
     # one line per kernel column spread over the whole channel plane (1.15x at 112x112).
     kw = dims["KW"]
-    taps = 1 < kw <= KW_UNROLL and vec * nv * rb * ob * kw <= UNROLLED_BODY
+    taps = 1 < kw <= KW_UNROLL and vec * nv * rb * ob * kw <= budget[2]
     if taps:
         d.append(D("split", "acc", 1, var="r$x", outer="rxo", inner="rxi", factor=kw,
                    tail="guard_with_if"))
