@@ -520,29 +520,25 @@ def lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh, *, dims):
     n_in, n = dims.IN, dims.HID
     # Both gate products as one: [x, h] (K = IN + HID values per batch row) times the weights
     # [w_ih, w_hh] read transposed (wt, gate j innermost), so that the blocked matrix product
-    # that linear uses computes them. float16 sums are kept in float32, as linear's are.
+    # that linear uses computes them.
     # ``likely`` lets Halide split the loops over k at IN, so no select runs per value (the
     # select in wt's staging cost 0.25 of 2.2 ms at batch 64, 512 hidden units).
-    acc_t = hl.Float(32) if x.type().is_float() and x.type().bits() == 16 else x.type()
     xh = hl.Func("xh")
-    xh[k, b] = hl.cast(acc_t, hl.select(k < n_in, hl.likely(x[hl.min(k, n_in - 1), b]),
-                                         h[hl.max(k - n_in, 0), b]))
+    xh[k, b] = hl.select(k < n_in, hl.likely(x[hl.min(k, n_in - 1), b]), h[hl.max(k - n_in, 0), b])
     wt = hl.Func("wt")
-    wt[j, k] = hl.cast(acc_t, hl.select(k < n_in, hl.likely(w_ih[hl.min(k, n_in - 1), j]),
-                                         w_hh[hl.max(k - n_in, 0), j]))
+    wt[j, k] = hl.select(k < n_in, hl.likely(w_ih[hl.min(k, n_in - 1), j]),
+                         w_hh[hl.max(k - n_in, 0), j])
     r = hl.RDom([hl.Range(0, n_in + n)], "r")
     acc = hl.Func("acc")
-    acc[j, b] = hl.cast(acc_t, b_ih[j]) + hl.cast(acc_t, b_hh[j])
+    acc[j, b] = b_ih[j] + b_hh[j]
     acc[j, b] += xh[r.x, b] * wt[j, r.x]
     gates = hl.Func("gates")
     gates[j, b] = acc[j, b]
-    c_new = (_sigmoid(gates[hid + n, b]) * hl.cast(acc_t, c[hid, b])
-             + _sigmoid(gates[hid, b]) * _tanh(gates[hid + 2 * n, b]))
     c_out = hl.Func("c_out")
-    c_out[hid, b] = hl.cast(x.type(), c_new)
+    c_out[hid, b] = (_sigmoid(gates[hid + n, b]) * c[hid, b]
+                     + _sigmoid(gates[hid, b]) * _tanh(gates[hid + 2 * n, b]))
     h_out = hl.Func("h_out")
-    h_out[hid, b] = hl.cast(x.type(), _sigmoid(gates[hid + 3 * n, b])
-                            * _tanh(hl.cast(acc_t, c_out[hid, b])))
+    h_out[hid, b] = _sigmoid(gates[hid + 3 * n, b]) * _tanh(c_out[hid, b])
     return h_out, c_out
 
 

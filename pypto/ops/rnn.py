@@ -137,27 +137,22 @@ def _tanh(v):
     return one - hl.cast(v.type(), 2) / (hl.exp(v * hl.cast(v.type(), 2)) + one)
 
 
-def _acc_type(t: hl.Type) -> hl.Type:
-    return hl.Float(32) if t.is_float() and t.bits() == 16 else t
-
-
 def _gates(x, h, w_ih, w_hh, b_ih, b_hh, dims):
     """gates_ih[j, b, t] = b_ih[t, j] + (x w_ih[t]^T)[b, j]; gates_hh the same with h, w_hh.
 
     Each is a matrix product per gate t in the form linear's blocked template computes (the
     accumulator ``<name>_acc``, the weight read transposed as ``<name>_wt``, gate row j
-    innermost), in float32 for float16 inputs."""
+    innermost)."""
     j, t, b, k = hl.Var("j"), hl.Var("t"), hl.Var("b"), hl.Var("k")
-    acc_t = _acc_type(x.type())
     out = []
     for name, a, w, bias, n_k in (("gates_ih", x, w_ih, b_ih, dims.IN),
                                   ("gates_hh", h, w_hh, b_hh, dims.HID)):
         r = hl.RDom([hl.Range(0, n_k)], f"{name}_r")
         wt = hl.Func(f"{name}_wt")
-        wt[j, k, t] = hl.cast(acc_t, w[k, j, t])
+        wt[j, k, t] = w[k, j, t]
         acc = hl.Func(f"{name}_acc")
-        acc[j, b, t] = hl.cast(acc_t, bias[j, t])
-        acc[j, b, t] += hl.cast(acc_t, a[r.x, b]) * wt[j, r.x, t]
+        acc[j, b, t] = bias[j, t]
+        acc[j, b, t] += a[r.x, b] * wt[j, r.x, t]
         g = hl.Func(name)
         g[j, b, t] = acc[j, b, t]
         out.append(g)
@@ -206,12 +201,11 @@ def gru_cell(x, h, w_ih, w_hh, b_ih, b_hh, *, dims):
     out = (1 - z) * n + z * h."""
     hid, b = hl.Var("hid"), hl.Var("b")
     gi, gh = _gates(x, h, w_ih, w_hh, b_ih, b_hh, dims)
-    acc_t = _acc_type(x.type())
     r = _sigmoid(gi[hid, b, 0] + gh[hid, b, 0])
     z = _sigmoid(gi[hid, b, 1] + gh[hid, b, 1])
     n = _tanh(gi[hid, b, 2] + r * gh[hid, b, 2])
     out = hl.Func("out")
-    out[hid, b] = hl.cast(x.type(), (hl.cast(acc_t, 1) - z) * n + z * hl.cast(acc_t, h[hid, b]))
+    out[hid, b] = (hl.cast(x.type(), 1) - z) * n + z * h[hid, b]
     return out
 
 
@@ -252,8 +246,7 @@ def rnn_cell(x, h, w_ih, w_hh, b_ih, b_hh, *, nonlinearity, dims):
     gi, gh = _gates(x, h, w_ih, w_hh, b_ih, b_hh, dims)
     pre = gi[hid, b, 0] + gh[hid, b, 0]
     out = hl.Func("out")
-    out[hid, b] = hl.cast(x.type(), _tanh(pre) if nonlinearity == "tanh"
-                          else hl.max(pre, hl.cast(pre.type(), 0)))
+    out[hid, b] = _tanh(pre) if nonlinearity == "tanh" else hl.max(pre, hl.cast(x.type(), 0))
     return out
 
 

@@ -109,3 +109,47 @@ def _batch_norm(built, dims, lanes: int) -> list:
         else:
             ds.append(D("parallel", "out", var="n"))
     return ds
+
+
+def _plane_stats(f: str, width: int, at: str, inner_rvars: list[str]) -> list:
+    """Lane-partial ``rfactor`` of a per-group statistic ``f`` (a scalar per group, computed at
+    ``out``'s loop ``at``): the contiguous reduction dim ``r$x`` read ``width`` values at a
+    time into lane partials ``<f>_part``, the other reduction dims (``inner_rvars``, e.g. the
+    group's channels) outside it, then the lanes summed."""
+    part = f"{f}_part"
+    return [
+        D("compute_at", f, at="out", var=at),
+        D("split", f, 1, var="r$x", outer="ko", inner="ki", factor=width, tail="guard_with_if"),
+        D("rfactor", f, 1, pairs=[["ki", "v"]], intm=part),
+        D("compute_at", part, at="out", var=at),
+        D("vectorize", part, 0, var="v"),
+        D("reorder", part, 1, vars=["v", "ko", *inner_rvars]),
+        D("vectorize", part, 1, var="v"),
+    ]
+
+
+def _plane_normalization(built, dims, lanes: int, spatial: str, groups: list[str],
+                         inner_rvars: list[str]) -> list:
+    """group_norm and instance_norm: statistics (in float64) per group of planes, one parallel
+    task per group, each statistic read with vectors of lane partials; the output vectorized
+    along the contiguous dim S. The generic default computed the sums one float64 value at a
+    time: group_norm at [32, 64, 56, 56] in 8 groups took 10-11 ms against torch's 4.3."""
+    n_s = dims["S"]
+    width = 2 * max(1, lanes // 2)     # float64 partials: two vectors of them
+    if n_s < 2 * width:
+        return generic(built, dims, lanes)
+    inner, outer = groups
+    ds = [D("vectorize", "out", var="s", factor=lanes),
+          D("fuse", "out", inner=inner, outer=outer, fused="grp"),
+          D("parallel", "out", var="grp")]
+    ds += _plane_stats("mean", width, "grp", inner_rvars)
+    ds.append(D("compute_at", "mu", at="out", var="grp"))
+    ds += _plane_stats("dev", width, "grp", inner_rvars)
+    ds.append(D("compute_at", "inv_std", at="out", var="grp"))
+    return ds
+
+
+template("group_norm")(lambda built, dims, lanes: _plane_normalization(
+    built, dims, lanes, "s", ["g", "n"], ["r$y"]))
+template("instance_norm")(lambda built, dims, lanes: _plane_normalization(
+    built, dims, lanes, "s", ["c", "n"], []))
