@@ -65,12 +65,52 @@ GLOBAL = Stats()
 
 # -- compiled segments --------------------------------------------------------------------------------
 
+def _reshape_root(t: T.Tensor) -> T.Tensor:
+    """The value ``t`` is a reshape of, through a chain of reshapes (``t`` itself if none)."""
+    node = t.node
+    while node.kind == "view" and node.aux[0] == "reshape" and len(node.inputs) == 1:
+        t = node.inputs[0]
+        node = t.node
+    return t
+
+
+def _with_anchor_roots(wanted: list[T.Tensor], done) -> list[T.Tensor]:
+    """``wanted`` and, after it, each output of an anchor op (a product, a reduction: not
+    pointwise, which is lowered in the shape it is read in) not computed already (``done``)
+    that a wanted value reshapes but that is not wanted itself: written as the op's own output,
+    NumPy then reshapes it. Written in the reshaped form, the op's result was computed into a buffer of
+    the pipeline and copied out (the LSTM's input projection, [2048, 2048] copied to
+    [32, 64, 2048] every call: 16 MiB more to allocate and write)."""
+    have = {(t.node.id, t.index) for t in wanted}
+    extra = []
+    for t in wanted:
+        root = _reshape_root(t)
+        key = (root.node.id, root.index)
+        if root is not t and not _pointwise(root.node) and key not in have and key not in done:
+            have.add(key)
+            extra.append(root)
+    return wanted + extra
+
+
+def output_graph(wanted: list[T.Tensor], done=None) -> tuple[Graph, list[T.Tensor], dict]:
+    """The pipeline computing ``wanted`` (``done``: values computed already, its inputs):
+    ``(graph, written, reshaped)``, ``written`` being ``wanted`` and the op outputs it reshapes
+    (:func:`_with_anchor_roots`), ``reshaped`` which of them NumPy makes from another
+    (:func:`_reshaped_outputs`; the graph's outputs are the others). A call's pipeline and the
+    tuner's capture of a program both come from here, so they have one fingerprint."""
+    done = {} if done is None else done
+    written = _with_anchor_roots(wanted, done)
+    reshaped = _reshaped_outputs(written)
+    return Graph([t for i, t in enumerate(written) if i not in reshaped], done), written, reshaped
+
+
 def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
     """``{i: (j, shape)}``: ``wanted[i]`` and ``wanted[j]`` are reshapes of one another (through
     a chain of reshapes), so ``wanted[i]``'s array is ``wanted[j]``'s reshaped to ``shape``.
-    Of each such group the pipeline writes the one of most dims (its natural shape: an
-    elementwise op on a [64, 512] slice is lowered over [64, 512], and writing it flat cost a
-    division per element, 15 ns each); the others are not outputs of their own."""
+    Of each such group the pipeline writes an anchor op's output when one is in it (the op
+    computes straight into it), else the one of most dims (its natural shape: an elementwise op on a
+    [64, 512] slice is lowered over [64, 512], and writing it flat cost a division per element,
+    15 ns each); the others are not outputs of their own."""
     at = {(t.node.id, t.index): j for j, t in enumerate(wanted)}
     parent: dict[int, int] = {}
     for i, t in enumerate(wanted):
@@ -94,7 +134,7 @@ def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
 
     out: dict[int, tuple[int, tuple]] = {}
     for members in groups.values():
-        best = max(members, key=lambda m: len(shape(m)))
+        best = max(members, key=lambda m: (not _pointwise(wanted[m].node), len(shape(m))))
         out.update({m: (best, shape(m)) for m in members if m != best})
     return out
 
@@ -457,16 +497,14 @@ class _Recorder:
         if not graph.nodes:   # the values are inputs or computed already
             self.added = False
             return [self._value_of(ctx, t) for t in wanted]
-        reshaped = _reshaped_outputs(wanted)
-        if reshaped:
-            # A wanted value that is a reshape of another wanted value is not an output of its
-            # own (a copy): NumPy reshapes the other's array (the forward of an LSTM step wrote
-            # 5 of its 12 values for the backward twice, flat and as [B, H]).
-            graph = Graph([t for i, t in enumerate(wanted) if i not in reshaped],
-                          ctx.materialized)
+        n_wanted = len(wanted)
+        # A wanted value that is a reshape of another wanted value (or of an op's output) is
+        # not an output of its own (a copy): NumPy reshapes the other's array (the forward of an
+        # LSTM step wrote 5 of its 12 values for the backward twice, flat and as [B, H]).
+        graph, written, reshaped = output_graph(wanted, ctx.materialized)
         self.added = True
         try:
-            seg = Segment(graph, self.seg_name, reshaped, len(wanted))
+            seg = Segment(graph, self.seg_name, reshaped, len(written))
         except ScheduleError as e:
             # Ops whose schedules are long (a backward's anchors) can pass the op budget and
             # still exceed the directives one schedule may hold: cut at half as many ops.
@@ -484,12 +522,12 @@ class _Recorder:
         refs = [self.source_ref(ctx, n, k) for n, k in graph.sources]
         arrays = [self._resolve(ctx, r, n, k) for r, (n, k) in zip(refs, graph.sources)]
         outs = seg.run(arrays)
-        produced = [(t.node.id, t.index) for t in wanted] if reshaped else \
+        produced = [(t.node.id, t.index) for t in written] if reshaped else \
             [(n.id, k) for n, k in graph.outputs]
         for key, o in zip(produced, outs):
             ctx.materialized[key] = o
         self.steps.append(_Step(seg, refs, produced))
-        return outs
+        return outs[:n_wanted]
 
     def _resolve(self, ctx, ref, node, k):
         if ref[0] == "val":

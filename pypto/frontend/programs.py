@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import FusionError, GraphBreakError, ShapeError
 from . import tensor as T
-from .graph import Graph, GraphOp
+from .graph import GraphOp
 
 
 def program_name(fn) -> str | None:
@@ -51,13 +51,13 @@ def trace_graph_op(fn: Callable, inputs: Sequence[Any], kwargs: Mapping | None =
         except GraphBreakError as e:
             raise FusionError(f"{label}: a program is tuned and built as one pipeline, but it "
                               f"breaks: {e}") from None
-        from .jit import _result_structure
+        from .jit import _result_structure, output_graph
 
         _, leaves = _result_structure(result)
         outs = [x for x in leaves if isinstance(x, T.Tensor)]
         if not outs:
             raise FusionError(f"{label}: the function returns no traced value")
-        return GraphOp(Graph(outs), name=name or program_name(fn))
+        return GraphOp(output_graph(outs)[0], name=name or program_name(fn))
     finally:
         T.deactivate(token)
 

@@ -40,6 +40,30 @@ def test_a_value_wanted_flat_and_reshaped_is_written_once():
         np.testing.assert_array_equal(a, b)
 
 
+def test_a_product_wanted_only_reshaped_is_written_as_the_product():
+    # The LSTM's input projection: [T * B, 4H] computed once, read by later pipelines as
+    # [T, B, 4H]. The pipeline writes the product's own output (no copy into a reshaped one);
+    # the reshape is a NumPy view of it, and the steps read it through that view.
+    xs, w = _f32(6, 4, 8), _f32(12, 8)
+
+    def f(xs, w):
+        g = P.linear(xs.reshape(24, 8), w, np.zeros(12, np.float32)).reshape(6, 4, 12)
+        return g, g[2] * 2.0
+
+    g = pypto.jit(f)
+    got = g(xs, w)
+    want = xs.astype(np.float64).reshape(24, 8) @ w.astype(np.float64).T
+    np.testing.assert_allclose(got[0], want.reshape(6, 4, 12), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], 2 * want.reshape(6, 4, 12)[2], rtol=1e-5, atol=1e-6)
+    segs = program_segments(g)
+    assert any((24, 12) in [tuple(s) for s in seg.out_shapes] for seg in segs)
+    assert not any((6, 4, 12) in [tuple(s) for s in seg.out_shapes] for seg in segs)
+    assert got[0].base is not None          # a view of the product's array
+    again = g(xs, w)
+    for a, b in zip(got, again):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_values_the_backward_reads_are_not_written_twice():
     # lstm-style gate slices: each activated slice is wanted by the backward as computed and
     # as reshaped; the forward's pipeline writes it once.
