@@ -54,15 +54,49 @@ def _arg_names(node: T.Node) -> list[str]:
 _JOINABLE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _sum(parts: list) -> T.Tensor:
+def _base(t: T.Tensor) -> tuple[int, int]:
+    """The value ``t`` reshapes (through a chain of reshapes), as a key."""
+    while t.node.kind == "view" and t.node.aux[0] == "reshape":
+        t = t.node.inputs[0]
+    return (t.node.id, t.index)
+
+
+def _concat(pieces: list, axis: int, joins: dict) -> T.Tensor:
+    """``concat(pieces, axis)``, made once per list of values: a join of pieces that are
+    reshapes of the values an earlier join concatenated, in the same order, along the first
+    axis, is that join reshaped. The LSTM layer's step gradients were joined twice, as the
+    input projection's gradient ([T, B, 4H]) and for the recurrent weight's product
+    ([T * B, 4H]): two 16 MiB joins and two transposed copies of them per backward."""
+    from .. import ops
+
+    first = axis == 0 or all(d == 1 for d in pieces[0].shape[:axis])
+    key = tuple(_base(p) for p in pieces) if first else None
+    if key is not None and key in joins:
+        done = joins[key]
+        rows = sum(p.shape[0] if axis == 0 else 1 for p in pieces)
+        shape = (rows,) + tuple(pieces[0].shape[1:]) if axis == 0 else None
+        if shape is not None and int(np.prod(shape)) == int(np.prod(done.shape)):
+            return done.reshape(shape)
+    out = ops.concat(pieces, axis=axis)
+    if key is not None:
+        joins.setdefault(key, out)
+    return out
+
+
+def _sum(parts: list, joins: dict | None = None) -> T.Tensor:
     """The total of one value's gradient contributions, joined where that is cheaper:
 
     * slices along one axis: the contiguous runs are concatenated, then padded once;
     * products ``a_i @ b_i`` (a weight's gradient from each step of a loop) are one product of
       the operands concatenated along the contracted axis: one large GEMM instead of many thin
       ones, each reading and writing the whole weight-sized result.
+
+    ``joins`` remembers the concats made (see :func:`_concat`), across the values of one
+    backward.
     """
     from .. import ops
+
+    joins = {} if joins is None else joins
 
     out: list[T.Tensor] = []
     by_axis: dict[int, list[shapes.Unsliced]] = {}
@@ -82,7 +116,7 @@ def _sum(parts: list) -> T.Tensor:
         def flush():
             if not run:
                 return
-            dy = run[0].dy if len(run) == 1 else ops.concat([p.dy for p in run], axis=ax)
+            dy = run[0].dy if len(run) == 1 else _concat([p.dy for p in run], ax, joins)
             n, start = run[0].shape[ax], run[0].starts[ax]
             out.append(shapes.pad_axis(dy, ax, start, n - start - dy.shape[ax]))
             run.clear()
@@ -102,7 +136,7 @@ def _sum(parts: list) -> T.Tensor:
             # a_i = x_i^T (a weight's gradient dy^T x): join the x_i by rows (contiguous
             # blocks), the same join as the gradient of a stack of the dy_i, which the
             # pipeline then computes once.
-            a = ops.concat([x.node.inputs[0] for x in lefts], axis=0).T
+            a = _concat([x.node.inputs[0] for x in lefts], 0, joins).T
         else:
             a = ops.concat(lefts, axis=1)
         b = ops.concat([p.node.inputs[1] for p in products], axis=0)
@@ -124,6 +158,7 @@ class _Walk:
         self.nodes = list(nodes)
         self.active: set[tuple[int, int]] = {_key(t) for t in wrt}
         self.grads: dict[tuple[int, int], list] = {}   # contributions, summed when read
+        self.joins: dict = {}                        # concats made, by the values joined
         self.touched: set[tuple[int, int]] = set()   # non-float values a gradient depends on
         self.regions = _regions(self.nodes)
         self._mark_active()
@@ -157,7 +192,7 @@ class _Walk:
             return None
         if len(parts) == 1 and not isinstance(parts[0], shapes.Unsliced):
             return parts[0]
-        total = _sum(parts)
+        total = _sum(parts, self.joins)
         self.grads[k] = [total]
         return total
 

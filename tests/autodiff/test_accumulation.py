@@ -88,3 +88,66 @@ def test_float16_pieces_are_summed_without_a_join():
     assert dxs.dtype == dw.dtype == dv.dtype == np.float16
     for got, ref in zip((dxs, dw, dv), _want(xs, w, v)):
         np.testing.assert_allclose(got.astype(np.float64), ref, rtol=3e-2, atol=3e-2)
+
+
+def _rnn(xs, w_in, w_rec, h0):
+    t_n, b, i = xs.shape
+    n = w_rec.shape[0]
+    gx = ops.linear(xs.reshape(t_n * b, i), w_in, np.zeros(n, np.float32)).reshape(t_n, b, n)
+    h, total = h0, None
+    for t in range(t_n):
+        h = ops.tanh(gx[t] + h @ w_rec.T)
+        total = h.sum() if total is None else total + h.sum()
+    return total
+
+
+def _rnn_want(xs, w_in, w_rec, h0):
+    xs, w_in, w_rec, h0 = (a.astype(np.float64) for a in (xs, w_in, w_rec, h0))
+    hs, h = [h0], h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ w_in.T + h @ w_rec.T)
+        hs.append(h)
+    d_in, d_rec, dh = np.zeros_like(w_in), np.zeros_like(w_rec), np.zeros_like(h0)
+    for t in reversed(range(xs.shape[0])):
+        dpre = (dh + 1.0) * (1 - hs[t + 1] ** 2)
+        d_in += dpre.T @ xs[t]
+        d_rec += dpre.T @ hs[t]
+        dh = dpre @ w_rec
+    return d_in, d_rec
+
+
+def _concat_inputs(fn):
+    prog = next(iter(api._programs[fn].values()))
+    joins, stack = [], list(prog._cache.values())
+    while stack:
+        step = stack.pop()
+        if step.segment is not None:
+            for n in step.segment.graph.nodes:
+                if n.kind == "op" and n.op.name == "concat":
+                    bases = []
+                    for t in n.inputs:
+                        while t.node.kind == "view" and t.node.aux[0] == "reshape":
+                            t = t.node.inputs[0]
+                        bases.append((t.node.id, t.index))
+                    joins.append(tuple(bases))
+        stack.extend(step.children.values())
+    return joins
+
+
+@pytest.mark.parametrize("steps", [2, 5])
+def test_step_gradients_joined_once_for_the_projection_and_the_recurrent_weight(steps):
+    # The LSTM layer's pattern: each step's pre-activation gradient is both a slice of the
+    # input projection's gradient and the left operand of the recurrent weight's product; the
+    # pieces are joined once and that join read both ways.
+    r = np.random.default_rng(10 + steps)
+    xs = r.standard_normal((steps, 4, 6)).astype(np.float32)
+    w_in = (r.standard_normal((8, 6)) * 0.4).astype(np.float32)
+    w_rec = (r.standard_normal((8, 8)) * 0.4).astype(np.float32)
+    h0 = r.standard_normal((4, 8)).astype(np.float32)
+    fn = lambda xs, w_in, w_rec, h0: _rnn(xs, w_in, w_rec, h0)   # noqa: E731
+    _, (d_in, d_rec) = pypto.value_and_grad(fn, argnums=(1, 2))(xs, w_in, w_rec, h0)
+    want_in, want_rec = _rnn_want(xs, w_in, w_rec, h0)
+    np.testing.assert_allclose(d_in, want_in, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(d_rec, want_rec, rtol=2e-4, atol=2e-5)
+    joins = _concat_inputs(fn)
+    assert joins and len(joins) == len(set(joins)), joins
