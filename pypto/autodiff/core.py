@@ -62,24 +62,22 @@ def _base(t: T.Tensor) -> tuple[int, int]:
 
 
 def _concat(pieces: list, axis: int, joins: dict) -> T.Tensor:
-    """``concat(pieces, axis)``, made once per list of values: a join of pieces that are
-    reshapes of the values an earlier join concatenated, in the same order, along the first
-    axis, is that join reshaped. The LSTM layer's step gradients were joined twice, as the
-    input projection's gradient ([T, B, 4H]) and for the recurrent weight's product
+    """``concat(pieces, axis)``, made once per list of values: a join along the first axis of
+    pieces that are reshapes of the values an earlier such join concatenated, in the same order,
+    is that join reshaped (the same data). The LSTM layer's step gradients were joined twice, as
+    the input projection's gradient ([T, B, 4H]) and for the recurrent weight's product
     ([T * B, 4H]): two 16 MiB joins and two transposed copies of them per backward."""
     from .. import ops
 
-    first = axis == 0 or all(d == 1 for d in pieces[0].shape[:axis])
-    key = tuple(_base(p) for p in pieces) if first else None
-    if key is not None and key in joins:
-        done = joins[key]
-        rows = sum(p.shape[0] if axis == 0 else 1 for p in pieces)
-        shape = (rows,) + tuple(pieces[0].shape[1:]) if axis == 0 else None
-        if shape is not None and int(np.prod(shape)) == int(np.prod(done.shape)):
-            return done.reshape(shape)
-    out = ops.concat(pieces, axis=axis)
-    if key is not None:
-        joins.setdefault(key, out)
+    if axis != 0:
+        return ops.concat(pieces, axis=axis)
+    key = tuple(_base(p) for p in pieces)
+    shape = (sum(p.shape[0] for p in pieces),) + tuple(pieces[0].shape[1:])
+    done = joins.get(key)
+    if done is not None and int(np.prod(shape)) == int(np.prod(done.shape)):
+        return done.reshape(shape)
+    out = ops.concat(pieces, axis=0)
+    joins.setdefault(key, out)
     return out
 
 

@@ -78,8 +78,8 @@ def _with_anchor_roots(wanted: list[T.Tensor], done) -> list[T.Tensor]:
     """``wanted`` and, after it, each output of an anchor op (a product, a reduction: not
     pointwise, which is lowered in the shape it is read in) not computed already (``done``)
     that a wanted value reshapes but that is not wanted itself: written as the op's own output,
-    NumPy then reshapes it. Written in the reshaped form, the op's result was computed into a buffer of
-    the pipeline and copied out (the LSTM's input projection, [2048, 2048] copied to
+    NumPy then reshapes it. Written in the reshaped form, the op's result was computed into a
+    buffer of the pipeline and copied out (the LSTM's input projection, [2048, 2048] copied to
     [32, 64, 2048] every call: 16 MiB more to allocate and write)."""
     have = {(t.node.id, t.index) for t in wanted}
     extra = []
@@ -108,9 +108,9 @@ def _reshaped_outputs(wanted: list[T.Tensor]) -> dict[int, tuple[int, tuple]]:
     """``{i: (j, shape)}``: ``wanted[i]`` and ``wanted[j]`` are reshapes of one another (through
     a chain of reshapes), so ``wanted[i]``'s array is ``wanted[j]``'s reshaped to ``shape``.
     Of each such group the pipeline writes an anchor op's output when one is in it (the op
-    computes straight into it), else the one of most dims (its natural shape: an elementwise op on a
-    [64, 512] slice is lowered over [64, 512], and writing it flat cost a division per element,
-    15 ns each); the others are not outputs of their own."""
+    computes straight into it), else the one of most dims (its natural shape: an elementwise op
+    on a [64, 512] slice is lowered over [64, 512], and writing it flat cost a division per
+    element, 15 ns each); the others are not outputs of their own."""
     at = {(t.node.id, t.index): j for j, t in enumerate(wanted)}
     parent: dict[int, int] = {}
     for i, t in enumerate(wanted):
