@@ -490,15 +490,20 @@ def _lstm_frontend(x, h, c, w_ih, w_hh, b_ih=None, b_hh=None):
     return (h_new[0], c_new[0]) if unbatched else (h_new, c_new)
 
 
+def _expr(v):
+    return v if isinstance(v, hl.Expr) else hl.Expr(v)
+
+
 def _sigmoid(v):
-    v = v if isinstance(v, hl.Expr) else hl.Expr(v)
+    v = _expr(v)
     one = hl.cast(v.type(), 1)
     return one / (one + hl.exp(-v))
 
 
 def _tanh(v):
-    # tanh(v) = 1 - 2 / (exp(2 v) + 1): exact at both ends (exp overflowing to inf gives 1).
-    v = v if isinstance(v, hl.Expr) else hl.Expr(v)
+    # tanh(v) = 1 - 2 / (exp(2 v) + 1): vectorizes (hl.tanh lowers to a scalar call) and is
+    # exact at both ends (exp overflowing to inf gives 1). Also the GRU and RNN cells'.
+    v = _expr(v)
     one = hl.cast(v.type(), 1)
     return one - hl.cast(v.type(), 2) / (hl.exp(v * hl.cast(v.type(), 2)) + one)
 

@@ -25,6 +25,7 @@ from ..errors import ShapeError
 from ..runtime import as_array
 from ._op import Param, op
 from .conv import check_float
+from .nn import _sigmoid, _tanh
 
 _FLOATS = ["float32", "float64"]
 
@@ -117,24 +118,6 @@ def _cell_args(name, gates, x, h, w_ih, w_hh, b_ih, b_hh):
     check_float(name, x=x, h=h, w_ih=w_ih, w_hh=w_hh, b_ih=bs[0], b_hh=bs[1])
     return (x, h, w_ih.reshape(gates, hid, -1), w_hh.reshape(gates, hid, hid), bs[0], bs[1],
             unbatched)
-
-
-def _expr(v):
-    return v if isinstance(v, hl.Expr) else hl.Expr(v)
-
-
-def _sigmoid(v):
-    v = _expr(v)
-    one = hl.cast(v.type(), 1)
-    return one / (one + hl.exp(-v))
-
-
-def _tanh(v):
-    # 1 - 2 / (exp(2 v) + 1): vectorizes (hl.tanh lowers to a scalar call) and is exact at both
-    # ends (exp overflowing to inf gives 1).
-    v = _expr(v)
-    one = hl.cast(v.type(), 1)
-    return one - hl.cast(v.type(), 2) / (hl.exp(v * hl.cast(v.type(), 2)) + one)
 
 
 def _gates(x, h, w_ih, w_hh, b_ih, b_hh, dims):
