@@ -22,7 +22,7 @@ from .linalg import LINEAR_KNOBS, _fit_matmul, _lanes_for, gemm_directives
 #: AVX2's 16 registers of 32 bytes, AVX-512's 32 of 64. Tiles over this budget spill and run about
 #: half as fast. On AVX-512 the 16-register budget left half the register file idle: conv2d
 #: 64 -> 64 channels, 3x3, at 28/56/112 pixels took 0.46-0.83 / 1.84-1.91 / 7.4-10.1 ms with it
-#: and 0.33-0.39 / 1.49-1.57 / 4.7-5.9 with (31, 20) (torch 0.45-0.51 / 1.52-2.17 / 5.7-7.0).
+#: and 0.33-0.47 / 1.33-1.57 / 4.7-5.9 with (31, 20) (torch 0.45-0.51 / 1.52-2.17 / 5.7-7.0).
 REGISTERS = 15
 MAX_ACC = 12
 WIDE_REGISTERS = 31
