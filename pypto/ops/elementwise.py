@@ -91,6 +91,19 @@ def _flipsign(v, sign):
     return _from_bits(_as_bits(v) ^ (_as_bits(sign) & _sign_bit(sign)), v)
 
 
+def _round_nearest(y, name):
+    """y rounded to the nearest integer, as (float, int32), for |y| < 2**22 (float32) or 2**51
+    (float64): adding and subtracting 1.5 * 2**mantissa bits (IEEE-strict, so kept) rounds in
+    one add each way, and the integer is the low bits of the sum. Outside that range both are
+    meaningless; callers replace those elements."""
+    magic = _k(y, 1.5 * 2.0 ** (52 if _is64(y) else 23))
+    # strict even outside an op's strict element function (softmax, scans call _exp bare):
+    # otherwise (y + magic) - magic simplifies to y.
+    shifted = _let(name, hl.strict_float(y + magic))
+    ki = hl.cast(hl.Int(32), _as_bits(shifted) - _as_bits(magic))
+    return hl.strict_float(shifted - magic), ki
+
+
 def _magnitude_bits(x):
     return _as_bits(x) & ~_sign_bit(x)
 
@@ -215,10 +228,9 @@ def _exp(x):
     """e**x for every x but NaN (which gives some NaN or number: callers select NaN through)."""
     b = x.type().bits()
     xc = _let("exp_arg", _clamp(x, _EXP_LO[b], _EXP_HI[b]))
-    k = hl.floor(xc * _k(x, 1.0 / math.log(2.0)) + _k(x, 0.5))
+    k, ki = _round_nearest(xc * _k(x, 1.0 / math.log(2.0)), "exp_round")
     r = _let("exp_red", (xc - k * _k(x, _LN2_HI[b])) - k * _k(x, _LN2_LO[b]))
-    p = _horner(r, _INV_FACT[: _EXP_DEG[b] + 1])
-    ki = hl.cast(hl.Int(32), k)
+    p = _poly("exp_poly", r, _INV_FACT[: _EXP_DEG[b] + 1])
     # Two factors keep each power of two a normal number down into the subnormal results.
     k1 = ki >> 1
     return p * _pow2(k1, x) * _pow2(ki - k1, x)
@@ -497,16 +509,21 @@ _SIN64 = [(-1.0) ** i / math.factorial(2 * i + 1) for i in range(10)]   # degree
 _COS64 = [(-1.0) ** i / math.factorial(2 * i) for i in range(11)]       # degree 20
 
 
-def _sincos64(x, want_cos: bool):
+def _quadrant64(x):
+    """float64 |x| = k pi/2 + r (Cody-Waite, accurate below SINCOS64_FAST), then sin r and
+    cos r: (k as int32, sin r, cos r)."""
     p1, p2, p3 = _pio2_parts()
-    x = _let("sincos_arg", x)
     a = hl.abs(x)
-    k = _let("sincos_k", hl.floor(a * hl.f64(2.0 / math.pi) + hl.f64(0.5)))
+    k, quad = _round_nearest(a * hl.f64(2.0 / math.pi), "sincos_k")
     r = _let("sincos_r", ((a - k * hl.f64(p1)) - k * hl.f64(p2)) - k * hl.f64(p3))
     z = _let("sincos_z", r * r)
-    s = r * _horner(z, _SIN64)
-    c = _horner(z, _COS64)
-    quad = hl.cast(hl.Int(32), hl.min(k, hl.f64(2.0 ** 30))) + (1 if want_cos else 0)
+    return quad, r * _poly("sin_poly", z, _SIN64), _poly("cos_poly", z, _COS64)
+
+
+def _sincos64(x, want_cos: bool):
+    x = _let("sincos_arg", x)
+    quad, s, c = _quadrant64(x)
+    quad = quad + (1 if want_cos else 0)
     v = hl.select((quad & 1) == 1, c, s)
     v = hl.select((quad & 2) == 2, -v, v)
     if not want_cos:
@@ -553,21 +570,50 @@ def _max_all(values):
     return values[0]
 
 
-def _sincos32_fast(x, want_cos: bool):
+def _quadrant32_fast(x):
+    """The shared part of float32 sin, cos and tan below SINCOS32_FAST: |x| = k pi/2 + r with
+    the float64 Cody-Waite reduction, then sin r and cos r by float32 polynomials. Returns
+    (k as int32, sin r, cos r)."""
     p1, p2, p3 = _pio2_parts()
-    x = _let("sincos_arg", x)
     a = hl.cast(hl.Float(64), hl.abs(x))
-    k = _let("sincos_k", hl.floor(a * hl.f64(2.0 / math.pi) + hl.f64(0.5)))
+    k, quad = _round_nearest(a * hl.f64(2.0 / math.pi), "sincos_k")
     r = ((a - k * hl.f64(p1)) - k * hl.f64(p2)) - k * hl.f64(p3)
     r = _let("sincos_r", hl.cast(hl.Float(32), r))
     z = _let("sincos_z", r * r)
     s = r * _poly("sin_poly", z, _SIN_TAYLOR[:5])      # degree 9: truncation below 2**-28
     c = _poly("cos_poly", z, _COS_TAYLOR[:6])          # degree 10: below 2**-33
-    quad = hl.cast(hl.Int(32), hl.min(k, hl.f64(2.0 ** 30))) + (1 if want_cos else 0)
+    return quad, s, c
+
+
+def _sincos32_fast(x, want_cos: bool):
+    x = _let("sincos_arg", x)
+    quad, s, c = _quadrant32_fast(x)
+    quad = quad + (1 if want_cos else 0)
     v = hl.select((quad & 1) == 1, c, s)
     v = hl.select((quad & 2) == 2, -v, v)
     if not want_cos:
         v = _flipsign(v, x)                              # sin is odd
+    return hl.select(_is_finite(x), v, _nan(x))
+
+
+def _tan32_fast(x):
+    """tan below SINCOS32_FAST from one reduction: sin r / cos r in an even quadrant,
+    -cos r / sin r in an odd one (tan has period pi), the sign of x restored (tan is odd)."""
+    x = _let("sincos_arg", x)
+    quad, s, c = _quadrant32_fast(x)
+    odd = (quad & 1) == 1
+    v = hl.select(odd, -c, s) / hl.select(odd, s, c)
+    v = _flipsign(v, x)
+    return hl.select(_is_finite(x), v, _nan(x))
+
+
+def _tan64(x):
+    """float64 tan from one reduction (``_quadrant64``), accurate below SINCOS64_FAST; larger
+    |x| goes to the C library in the op's fixup."""
+    x = _let("sincos_arg", x)
+    quad, s, c = _quadrant64(x)
+    odd = (quad & 1) == 1
+    v = _flipsign(hl.select(odd, -c, s) / hl.select(odd, s, c), x)
     return hl.select(_is_finite(x), v, _nan(x))
 
 

@@ -198,8 +198,16 @@ def _atanh(x):
     return hl.select(_ew._is_nan(x), x, _ew._flipsign(res, x))
 
 
-def _tan(x):
+def _tan_exact(x):
+    """sin x / cos x, each with the exact reduction: the float32 recomputation of tiles
+    holding |x| >= SINCOS32_FAST (see ``_ew._huge_tiles_fixup``)."""
     return _ew._sin(x) / _ew._cos(x)
+
+
+def _tan(x):
+    """One reduction shared by the sine and cosine of the remainder; tiles beyond the fast
+    range are recomputed by the op's fixup."""
+    return _ew._tan32_fast(x) if x.type() == hl.Float(32) else _ew._tan64(x)
 
 
 # -- exp2, log2, log10 -----------------------------------------------------------------------------
@@ -431,8 +439,8 @@ asin = _un("asin", _asin, _quiet(lambda x: np.arcsin(x)),
 acos = _un("acos", _acos, _quiet(lambda x: np.arccos(x)),
            "Inverse cosine (np.arccos), in [0, pi]; NaN outside [-1, 1].",
            make_inputs=_unit_inputs)
-tan = _un("tan", _tan, _quiet(lambda x: np.tan(x)), "Tangent (radians), sin(x) / cos(x).",
-          fixup=_ew._sincos64_fixup(hl.tan))
+tan = _un("tan", _tan, _quiet(lambda x: np.tan(x)), "Tangent (radians), accurate for every finite x.",
+          fixup=_ew._huge_tiles_fixup(_tan_exact, hl.tan))
 sinh = _un("sinh", _sinh, _quiet(lambda x: np.sinh(x)), "Hyperbolic sine.")
 cosh = _un("cosh", _cosh, _quiet(lambda x: np.cosh(x)), "Hyperbolic cosine.")
 asinh = _un("asinh", _asinh, lambda x: np.arcsinh(x), "Inverse hyperbolic sine (np.arcsinh).")

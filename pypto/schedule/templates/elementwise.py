@@ -49,7 +49,7 @@ def _pure_stage(n, lanes):
 
 
 def fast_then_huge_tiles(built, dims, lanes):
-    """sin/cos: the float32 tile update when the op has one, else ``with_serial_fixup``."""
+    """sin/cos/tan: the float32 tile update when the op has one, else ``with_serial_fixup``."""
     if "huge_tile" not in built.funcs:
         return with_serial_fixup(built, dims, lanes)
     n = dims["N"]

@@ -8,7 +8,8 @@
 - The integer bitwise and shift ops size their parallel tasks in bytes, not elements: 1-byte
   types take the bool ops' schedule (``templates.logical``), 2-byte types tasks of 64 KiB (the
   bytes of MIN_TASK_ELEMS float32 elements); 4 bytes and wider keep the defaults.
-- ``tan`` has the float64 update for huge |x| that ``sin``/``cos`` have (a serial scan).
+- ``tan`` has ``sin``/``cos``'s updates and takes their schedule: the float32 recomputation of
+  tiles holding a huge |x|, the float64 serial scan of huge elements.
 - ``softmin`` is softmax's algorithm on -x and takes softmax's row schedule.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from ..defaults import MIN_TASK_ELEMS, D, output_directives, template
 from .binary import FEW_ROWS, rows_or_chunks
-from .elementwise import with_serial_fixup
+from .elementwise import fast_then_huge_tiles
 from .logical import flat_bytes, rows_of_bytes
 from .norm import row_normalization
 
@@ -113,5 +114,5 @@ def direct_then_hard_tiles(built, dims, lanes, update_grain=1):
                  D("vectorize", "hard_tile", 1, var=kv, factor=lanes)]
 
 
-template("tan")(with_serial_fixup)
+template("tan")(fast_then_huge_tiles)
 template("softmin")(row_normalization)
