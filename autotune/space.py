@@ -57,6 +57,14 @@ class FixedPoint:
         return v
 
 
+def _splittable(info, u: int) -> bool:
+    """Whether update ``u`` of a Func may be split by rfactor: it reads the Func at its own
+    left-hand side (a reduction). Block copies (a program's joins, concat) and scans do not, and
+    Halide refuses them (every conv2d backward trial once failed to compile on that)."""
+    reads = getattr(info, "self_reads", ())
+    return u < len(reads) and reads[u]
+
+
 def _pow2s(lo: int, hi: int) -> list[int]:
     out, v = [], lo
     while v <= hi:
@@ -83,8 +91,8 @@ class Space:
         for info in funcs.values():
             for c in info.calls:
                 self.consumers.setdefault(c, set()).add(info.name)
-        # A program's joins have update stages that are block copies, not reductions: rfactor
-        # cannot apply to them (every conv2d backward trial failed to compile on it).
+        # A program's joins have update stages that are block copies, not reductions: they are
+        # scheduled as copies (and rfactor is offered only to updates that reduce).
         joins = getattr(getattr(self.built.op, "plan", None), "join_specs", {}) or {}
         self.reductions = [i for i in funcs.values()
                            if not i.is_input and i.updates and i.name not in joins]
@@ -247,9 +255,10 @@ class Space:
             valid = []
             if pure and (self.extent(pure[0]) or 0) >= vec > 1:
                 valid.append("vec_pure")
-            if vec > 1 and rvars:
+            splits = rvars and _splittable(r, u)
+            if vec > 1 and splits:
                 valid.append("rfactor")
-            if small and r.is_output and rvars:
+            if small and r.is_output and splits:
                 valid.append("par_rfactor")
             valid.append("serial")
             strat = self._choose(t, f"{r.name}.u{u}.strategy",

@@ -47,6 +47,9 @@ class FuncInfo:
     is_input: bool
     type: str
     calls: frozenset = frozenset()  # base names of the Funcs (and inputs) this one reads
+    # Per update: whether it reads the Func at exactly its own left-hand side (f[x] = f[x] + ...),
+    # the form of a reduction that rfactor may split; block copies and scans do not.
+    self_reads: tuple[bool, ...] = ()
 
 
 @dataclasses.dataclass
@@ -75,6 +78,12 @@ def _var_names(exprs) -> tuple[str, ...]:
         if re.fullmatch(r"[A-Za-z_][\w.$]*", s):
             names.append(s)
     return tuple(names)
+
+
+def _expr_text(e) -> str:
+    """An Expr as Halide prints it, without the Python wrapper's ``<halide.Expr ...: >``."""
+    m = re.search(r": (.*)>$", str(e), re.S)
+    return m.group(1) if m else str(e)
 
 
 def base_name(name: str) -> str:
@@ -120,14 +129,17 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
         if name in funcs:
             raise OpDefinitionError(f"op {op.name!r}: two Funcs are named {name!r}; name every Func")
         n_up = f.num_update_definitions() if not is_input else 0
-        updates, uargs = [], []
+        updates, uargs, self_reads = [], [], []
         for u in range(n_up):
             updates.append(tuple(r.name() for r in f.rvars(u)))
             uargs.append(_var_names(f.update_args(u)))
+            lhs = [_expr_text(a) for a in f.update_args(u)]
+            here = f"{real}({', '.join(lhs)})"
+            self_reads.append(any(here in _expr_text(v) for v in f.update_values(u)))
         funcs[name] = FuncInfo(
             name=name, func=f, args=tuple(a.name() for a in f.args()) if not is_input else (),
             updates=tuple(updates), update_args=tuple(uargs), is_output=real in out_names,
-            is_input=is_input,
+            is_input=is_input, self_reads=tuple(self_reads),
             type=",".join(numpy_name(t) for t in f.types()) if f.defined() or is_input else "")
     base_of = {real: base_name(real) for real in order}
     call_re = re.compile(r"([A-Za-z_][\w$.]*)\(")

@@ -114,3 +114,26 @@ def test_joins_are_not_offered_rfactor():
         s = space.sample(trial)
         assert not any(d.op == "rfactor" and d.func in joins for d in s.directives)
         study.tell(trial, 1.0)
+
+
+def test_rfactor_is_offered_only_to_updates_that_reduce():
+    """conv2d's backward writes one output (``o2``) by block updates that read nothing of it:
+    Halide refuses rfactor there, so offering it failed a trial in two (pypto tune conv2d
+    --grad). Every rfactor a sample holds must split an update that reads its own left side."""
+    g, dtypes, dims = _program("conv2d")
+    b = build(g, dtypes, {})
+    copies = {n for n, i in b.funcs.items() if i.updates and not any(i.self_reads)}
+    assert "o2" in copies and all(b.funcs[n].self_reads == (True,)
+                                  for n in b.funcs if n.endswith("_acc"))
+    space = space_for(b, dims, targets.host())
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    offered = 0
+    for _ in range(12):
+        trial = study.ask()
+        s = space.sample(trial)
+        for d in s.directives:
+            if d.op == "rfactor":
+                offered += 1
+                assert b.funcs[d.func].self_reads[d.stage - 1], d
+        study.tell(trial, 1.0)
+    assert offered, "the space still offers rfactor to the reductions"
