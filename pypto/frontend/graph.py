@@ -232,6 +232,9 @@ class Lowering:
         self.reindexed: set[str] = set()      # views reading across their source: permutes,
         #                                       strided or reversed slices, and views of those
         self.outputs: list[_Val] = []
+        #: program outputs defined as soon as the anchor op they copy is lowered (see
+        #: ``_output_early``): the value's ref -> (output index, Func, _Val)
+        self.early: dict[tuple, list] = {}
         #: slice views: their Func's name -> (starts, steps), per axis of their source
         self.slices: dict[str, tuple] = {}
         #: concat results joined into the concat that reads them (see ``_join``): their pieces
@@ -324,7 +327,42 @@ class Lowering:
         self.readers.setdefault(v.name, []).append(reader)
         return v
 
+    def _plan_early_outputs(self) -> None:
+        """Program outputs that are an anchor op's result which other values of the program
+        read too. Such an output is defined right after its op, and those readers read the
+        output: the op's loop nest then moves onto the output (its epilogue) and writes it
+        once. Defined last, as a copy, the op computed into a buffer of the pipeline that the
+        output copied (the LSTM's input projection, read by the steps of its pipeline: a
+        16 MiB buffer allocated, written and copied every call)."""
+        for k, (node, j) in enumerate(self.g.outputs):
+            ref = self.g.ref((node, j))
+            if ref[0] != "n" or ref in self.early:
+                continue
+            n = self.g.nodes[ref[1]]
+            if (n.kind != "op" or len(n.outs) != 1 or _is_join(n)
+                    or is_pointwise(n.op, n.dtypes, n.params)):
+                continue
+            if any(c is not None for c in self.consumers.get(ref, [])):
+                self.early[ref] = [k, None, None]
+
+    def _output_early(self, ref: tuple) -> None:
+        """Defines the program output planned for ``ref`` (an anchor's value just lowered) as
+        a copy of it; later readers of the value read the output."""
+        k = self.early[ref][0]
+        sv = self.vals[ref]
+        shape = self.out_shape(ref[1], ref[2])
+        if sv.shape != dom(shape):
+            del self.early[ref]          # written in another shape: the output copies it
+            return
+        f, v = self._new(f"o{k}", shape, "output")
+        vs = [hl.Var(f"o{k}_{a}") for a in reversed(range(len(dom(shape))))]
+        src = self.read(ref, shape, ("output", f"o{k}"))
+        f[vs] = src.func[vs]
+        self.early[ref] = [k, f, v]
+        self.vals[ref] = v
+
     def lower(self) -> tuple:
+        self._plan_early_outputs()
         for idx, n in enumerate(self.g.nodes):
             if n.kind == "view":
                 self._view(idx, n)
@@ -340,7 +378,12 @@ class Lowering:
             if name not in self.mat_keep and self._uses(name) == 1:
                 self.materialize.discard(name)
         outs = []
+        early = {e[0]: e for e in self.early.values() if e[1] is not None}
         for k, (node, j) in enumerate(self.g.outputs):
+            if k in early:
+                outs.append(early[k][1])
+                self.outputs.append(early[k][2])
+                continue
             shape = self.shape_of((node, j))
             f, v = self._new(f"o{k}", shape, "output")
             vs = [hl.Var(f"o{k}_{a}") for a in reversed(range(len(dom(shape))))]
@@ -459,6 +502,8 @@ class Lowering:
                     self.mat_keep.add(src.name)
         self.anchors.append({"idx": idx, "node": n, "prefix": prefix, "outs": names,
                              "inputs": {spec.name: v.name for spec, v in zip(op.inputs, ins)}})
+        if ("n", idx, 0) in self.early:
+            self._output_early(("n", idx, 0))
 
     def _join(self, idx: int, n: Node) -> bool:
         """A tree of ``concat`` nodes (a join of many pieces: the eager frontend and the gradient

@@ -64,6 +64,35 @@ def test_a_product_wanted_only_reshaped_is_written_as_the_product():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("rows", [24, 192])
+def test_a_product_both_output_and_read_is_computed_into_the_output(rows):
+    # The LSTM's first pipeline: the input projection is an output of the pipeline and the
+    # steps in it read it too. The product's loop nest moves onto the output and the readers
+    # read the output: no pipeline buffer of the product's size that the output copies.
+    xs, w = _f32(rows // 4, 4, 40), _f32(48, 40)
+
+    def f(xs, w):
+        g = P.linear(xs.reshape(rows, 40), w, np.zeros(48, np.float32)).reshape(rows // 4, 4, 48)
+        return g, P.tanh(g[2]) * 2.0 + g[1]
+
+    g = pypto.jit(f)
+    got = g(xs, w)
+    want = (xs.astype(np.float64).reshape(rows, 40) @ w.astype(np.float64).T).reshape(-1, 4, 48)
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], np.tanh(want[2]) * 2 + want[1], rtol=1e-5, atol=1e-5)
+    (seg,) = program_segments(g)
+    (k, out_func, _), = seg.op.plan.early.values()
+    out = out_func.name().split("$")[0]
+    ds = seg.kernel.schedule.directives
+    named = {d.func for d in ds}
+    assert not any(n.endswith("_out") for n in named), sorted(named)   # the product inlined
+    assert any(d.op == "compute_at" and d.func.endswith("_acc") and d.get("at") == out
+               for d in ds), [str(d) for d in ds]
+    again = g(xs, w)
+    for a, b in zip(got, again):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_values_the_backward_reads_are_not_written_twice():
     # lstm-style gate slices: each activated slice is wanted by the backward as computed and
     # as reshaped; the forward's pipeline writes it once.
