@@ -485,7 +485,12 @@ class _Recorder:
                 if n.id in inner and inner[n.id] not in ids:
                     ids.discard(n.id)
             need: dict[tuple[int, int], T.Tensor] = {}
-            for n in graph.nodes[len(head):]:
+            # Readers after the cut, and the inner concats deferred to their join's pipeline:
+            # the pieces those read are computed here. (Left out, an LSTM's stacked outputs of
+            # the first steps stayed uncomputed in every later cut, which then held that many
+            # ops fewer: pipelines of 11 ops, then a product alone, in turn.)
+            later = graph.nodes[len(head):] + [n for n in head if n.id not in ids]
+            for n in later:
                 for t in n.inputs:
                     if t.node.id in ids:
                         need[(t.node.id, t.index)] = t

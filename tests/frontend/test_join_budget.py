@@ -107,3 +107,52 @@ def test_values_computed_already_are_not_copied_again():
     while last.children:
         last = next(iter(last.children.values()))
     assert last.segment is not None and len(last.segment.graph.outputs) == 1
+
+
+def _segments_in_order(f):
+    segs, step = [], next(iter(f._cache.values()))
+    while step is not None:
+        if step.segment is not None:
+            segs.append(step.segment)
+        step = next(iter(step.children.values()), None) if step.children else None
+    return segs
+
+
+def test_pieces_of_a_deferred_join_are_computed_where_they_are_cut():
+    """A recurrence whose states are stacked at the end (an LSTM layer's outputs): a cut keeps
+    the stack's inner concats for the join's pipeline, and computes the pieces before the cut
+    there and then. Left uncomputed, they stayed in every later cut's first part, which then
+    held that many ops fewer: 32 LSTM steps ran as 52 pipelines of 11 ops, then of one product
+    and of 10 ops in turn (now 8 of 44-47)."""
+    n, budget = 30, 12
+    x = RNG.standard_normal((n, 4, 8)).astype(np.float32)
+    w = (RNG.standard_normal((8, 8)) * 0.3).astype(np.float32)
+
+    def prog(x, w):
+        h, outs = x[0], []
+        for t in range(n):
+            h = ops.tanh(ops.matmul(h, w) + x[t])      # three ops per step
+            outs.append(h)
+        return ops.stack(outs), h
+
+    old = jit_mod.FUNC_BUDGET
+    jit_mod.FUNC_BUDGET = budget
+    try:
+        f = pypto.jit(prog)
+        out, runs = _pipelines(f, x, w)
+    finally:
+        jit_mod.FUNC_BUDGET = old
+    h, want = x[0].astype(np.float64), []
+    for t in range(n):
+        h = np.tanh(h @ w + x[t])
+        want.append(h)
+    np.testing.assert_allclose(out[0], np.stack(want), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out[1], want[-1], rtol=1e-4, atol=1e-5)
+    segs = _segments_in_order(f)
+    sizes = [sum(nd.kind == "op" and nd.op.name != "concat" for nd in s.graph.nodes)
+             for s in segs]
+    assert runs == len(segs)
+    # every cut but the last holds at least half the budget of step ops, and no step op is
+    # computed twice (3 per step, in all)
+    assert all(k >= budget // 2 for k in sizes[:-1]), sizes
+    assert sum(sizes) == 3 * n, sizes
