@@ -27,7 +27,9 @@ from pypto.compiler import targets
 from pypto.database.lookup import SHIPPED
 
 fam = targets.family(targets.host())
-doc = json.loads((SHIPPED / fam / "softmax.json").read_text()) if (SHIPPED / fam).is_dir() else None
+# (A family may ship program entries only, as x86-64-avx512 does: then there is no softmax.json.)
+probe = SHIPPED / fam / "softmax.json"
+doc = json.loads(probe.read_text()) if probe.is_file() else None
 out = {"pypto": pypto.__file__, "shipped": str(SHIPPED), "family": fam, "explained": None}
 if doc is not None:
     shape = min((e["key"]["shape"] for e in doc["entries"]), key=lambda s: s["R"] * s["C"])
@@ -88,6 +90,6 @@ def test_a_wheel_installed_elsewhere_finds_the_shipped_schedules(tmp_path):
     shipped_dir = Path(got["shipped"])
     assert shipped_dir.is_relative_to(venv) and shipped_dir.name == "_schedules", got
     if got["explained"] is None:
-        pytest.skip(f"no shipped schedules for this machine's target family {got['family']}")
+        pytest.skip(f"no shipped softmax schedule for this machine's target family {got['family']}")
     assert got["explained"]["database"] == got["shipped"], got
     assert got["explained"]["distance"] == 0, got
