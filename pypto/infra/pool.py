@@ -13,9 +13,11 @@ buffer, so while any of them lives the buffer stays yours. What is not tracked: 
 address you took out yourself (``a.ctypes.data`` stored as an int) does not hold the memory,
 exactly as with NumPy's own arrays once they are freed.
 
-The pool holds at most ``per_size`` buffers of each byte size, and at most ``max_bytes`` of idle
-memory in all; a call that finds none free allocates a buffer the pool does not track (NumPy
-frees it as usual).
+The pool holds at most ``per_size`` buffers of each byte size (``PER_SIZE`` by default), and at
+most ``max_bytes`` of memory in all; a call that finds none free allocates a buffer the pool does
+not track (NumPy frees it as usual). A program's pipelines hand many values of one size to one
+another (an LSTM layer's steps: dozens of [64, 512] states), so a handful per size recycled
+almost nothing of them.
 """
 
 from __future__ import annotations
@@ -28,12 +30,16 @@ import threading
 import numpy as np
 
 STRATEGIES = ("fresh", "aggressive_reuse")
+#: Buffers kept per byte size by default. value_and_grad of a 32-step LSTM layer (batch 64,
+#: hidden 512), single calls after a pause, 6 rounds in rotating order, one process: fresh
+#: arrays 213-225 ms (median 219), 4 per size 171-278 (203), 64 per size 162-196 (174).
+PER_SIZE = 64
 
 
 class Pool:
     """Buffers lent to op outputs, reused once nothing outside the pool refers to them."""
 
-    def __init__(self, *, per_size: int = 4, max_bytes: int = 1 << 31):
+    def __init__(self, *, per_size: int = PER_SIZE, max_bytes: int = 1 << 31):
         self.per_size = per_size
         self.max_bytes = max_bytes
         self._bufs: dict[int, list[np.ndarray]] = {}   # byte size -> raw uint8 buffers
@@ -123,7 +129,7 @@ class _Policy:
     STRATEGIES = STRATEGIES
 
     @contextlib.contextmanager
-    def __call__(self, strategy: str = "aggressive_reuse", *, per_size: int = 4,
+    def __call__(self, strategy: str = "aggressive_reuse", *, per_size: int = PER_SIZE,
                  max_bytes: int = 1 << 31):
         """Inside the block, op outputs follow ``strategy`` ("fresh" or "aggressive_reuse").
 
@@ -138,7 +144,7 @@ class _Policy:
         finally:
             _scoped.reset(token)
 
-    def set(self, strategy: str = "aggressive_reuse", *, per_size: int = 4,
+    def set(self, strategy: str = "aggressive_reuse", *, per_size: int = PER_SIZE,
             max_bytes: int = 1 << 31) -> Pool | None:
         """Makes ``strategy`` the process-wide default (outside any ``with`` block)."""
         _global["pool"] = _make(_check(strategy), per_size, max_bytes)
