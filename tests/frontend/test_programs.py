@@ -755,7 +755,10 @@ def test_a_program_whose_schedule_is_too_long_is_cut_not_run_at_the_safe_default
     np.testing.assert_allclose(f(x, w), want, rtol=1e-4, atol=1e-5)
     schedules = re.findall(r"schedule ([^;]*);", f.explain(x, w))
     assert len(schedules) > 1
-    assert all(s == "default (fused)" for s in schedules), schedules
+    # The fused default, never the safe one. A pipeline of the same structure compiled earlier in
+    # the process at another shape is reused shape-generic: "default (fused, shape-generic)".
+    assert all(s in ("default (fused)", "default (fused, shape-generic)") for s in schedules), \
+        schedules
 
 
 def test_an_intermediate_read_over_less_than_a_vector_keeps_the_fused_schedule():
