@@ -40,7 +40,7 @@ from pypto.schedule.directives import Directive
 from pypto.schedule.gpu import GpuLimits, gpu_limits
 from pypto.schedule.schedule import Schedule
 
-from .space import _splittable, choose, lift_to_consumers
+from .space import choose, lift_to_consumers, splittable
 
 D = Directive.make
 GUARD = "guard_with_if"
@@ -437,7 +437,7 @@ class GpuSpace:
             int(np.prod([self.extent(a) or 1 for a in info.args])) <= 4)
         for u, rvars in enumerate(info.updates):
             valid = ["serial"]
-            splits = rvars and _splittable(info, u)
+            splits = rvars and splittable(info, u)
             if splits and lv == "block" and self.tx >= 2:
                 valid.append("rfactor")
                 if self.tx >= lim.warp and lim.api == "cuda":  # only CUDA lowers gpu_lanes

@@ -57,7 +57,7 @@ class FixedPoint:
         return v
 
 
-def _splittable(info, u: int) -> bool:
+def splittable(info, u: int) -> bool:
     """Whether update ``u`` of a Func may be split by rfactor: it reads the Func at its own
     left-hand side (a reduction). Block copies (a program's joins, concat) and scans do not, and
     Halide refuses them (every conv2d backward trial once failed to compile on that)."""
@@ -255,7 +255,7 @@ class Space:
             valid = []
             if pure and (self.extent(pure[0]) or 0) >= vec > 1:
                 valid.append("vec_pure")
-            splits = rvars and _splittable(r, u)
+            splits = rvars and splittable(r, u)
             if vec > 1 and splits:
                 valid.append("rfactor")
             if small and r.is_output and splits:
