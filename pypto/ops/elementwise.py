@@ -520,15 +520,20 @@ def _quadrant64(x):
     return quad, r * _poly("sin_poly", z, _SIN64), _poly("cos_poly", z, _COS64)
 
 
-def _sincos64(x, want_cos: bool):
+def _sincos_from(quadrant, x, want_cos: bool):
+    """sin or cos of x from a reduction ``quadrant`` (``_quadrant64``, ``_quadrant32_fast``)."""
     x = _let("sincos_arg", x)
-    quad, s, c = _quadrant64(x)
+    quad, s, c = quadrant(x)
     quad = quad + (1 if want_cos else 0)
     v = hl.select((quad & 1) == 1, c, s)
     v = hl.select((quad & 2) == 2, -v, v)
     if not want_cos:
-        v = _flipsign(v, x)
+        v = _flipsign(v, x)                              # sin is odd
     return hl.select(_is_finite(x), v, _nan(x))
+
+
+def _sincos64(x, want_cos: bool):
+    return _sincos_from(_quadrant64, x, want_cos)
 
 
 def _sin(x):
@@ -586,32 +591,15 @@ def _quadrant32_fast(x):
 
 
 def _sincos32_fast(x, want_cos: bool):
+    return _sincos_from(_quadrant32_fast, x, want_cos)
+
+
+def _tan_fast(x):
+    """tan from one reduction (float32 below SINCOS32_FAST, float64 below SINCOS64_FAST; the
+    op's fixup recomputes the rest): sin r / cos r in an even quadrant, -cos r / sin r in an
+    odd one (tan has period pi), the sign of x restored (tan is odd)."""
     x = _let("sincos_arg", x)
-    quad, s, c = _quadrant32_fast(x)
-    quad = quad + (1 if want_cos else 0)
-    v = hl.select((quad & 1) == 1, c, s)
-    v = hl.select((quad & 2) == 2, -v, v)
-    if not want_cos:
-        v = _flipsign(v, x)                              # sin is odd
-    return hl.select(_is_finite(x), v, _nan(x))
-
-
-def _tan32_fast(x):
-    """tan below SINCOS32_FAST from one reduction: sin r / cos r in an even quadrant,
-    -cos r / sin r in an odd one (tan has period pi), the sign of x restored (tan is odd)."""
-    x = _let("sincos_arg", x)
-    quad, s, c = _quadrant32_fast(x)
-    odd = (quad & 1) == 1
-    v = hl.select(odd, -c, s) / hl.select(odd, s, c)
-    v = _flipsign(v, x)
-    return hl.select(_is_finite(x), v, _nan(x))
-
-
-def _tan64(x):
-    """float64 tan from one reduction (``_quadrant64``), accurate below SINCOS64_FAST; larger
-    |x| goes to the C library in the op's fixup."""
-    x = _let("sincos_arg", x)
-    quad, s, c = _quadrant64(x)
+    quad, s, c = (_quadrant32_fast if x.type() == hl.Float(32) else _quadrant64)(x)
     odd = (quad & 1) == 1
     v = _flipsign(hl.select(odd, -c, s) / hl.select(odd, s, c), x)
     return hl.select(_is_finite(x), v, _nan(x))

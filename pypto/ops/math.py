@@ -204,12 +204,6 @@ def _tan_exact(x):
     return _ew._sin(x) / _ew._cos(x)
 
 
-def _tan(x):
-    """One reduction shared by the sine and cosine of the remainder; tiles beyond the fast
-    range are recomputed by the op's fixup."""
-    return _ew._tan32_fast(x) if x.type() == hl.Float(32) else _ew._tan64(x)
-
-
 # -- exp2, log2, log10 -----------------------------------------------------------------------------
 
 
@@ -439,7 +433,7 @@ asin = _un("asin", _asin, _quiet(lambda x: np.arcsin(x)),
 acos = _un("acos", _acos, _quiet(lambda x: np.arccos(x)),
            "Inverse cosine (np.arccos), in [0, pi]; NaN outside [-1, 1].",
            make_inputs=_unit_inputs)
-tan = _un("tan", _tan, _quiet(lambda x: np.tan(x)), "Tangent (radians), accurate for every finite x.",
+tan = _un("tan", _ew._tan_fast, _quiet(lambda x: np.tan(x)), "Tangent (radians), accurate for every finite x.",
           fixup=_ew._huge_tiles_fixup(_tan_exact, hl.tan))
 sinh = _un("sinh", _sinh, _quiet(lambda x: np.sinh(x)), "Hyperbolic sine.")
 cosh = _un("cosh", _cosh, _quiet(lambda x: np.cosh(x)), "Hyperbolic cosine.")
