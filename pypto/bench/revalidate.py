@@ -178,7 +178,8 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
                       f"program {k.op} rebuilt from {program} now lowers to fingerprint {fp}, not "
                       f"the entry's {k.fingerprint} (PyPTO's lowering or one of the program's ops "
                       "changed): no call uses this entry any more; re-tune the program at this "
-                      "shape (pypto.tune) to replace it; left as it is")
+                      "shape (pypto.tune) to replace it, or `pypto db prune` removes it; left "
+                      "as it is")
         return res
     try:
         entry_fn = _checked(compile_built(build(op, k.dtypes, params), e.schedule, target,

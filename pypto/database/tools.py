@@ -117,7 +117,7 @@ def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:
     report: list[str] = []
     fps: dict[tuple, str] = {}
     for path in db.files():
-        judge = functools.partial(_prune_file, path=path, fps=fps, report=report)
+        judge = functools.partial(_prune_file, path=path, fps=fps, report=report, root=db.root)
         if dry_run:
             judge(db.load_file(path))
         else:
@@ -125,19 +125,20 @@ def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:
     return report
 
 
-def _prune_file(current, *, path: Path, fps: dict, report: list[str]) -> list[Entry] | None:
-    """The entries of one file to keep (None: nothing to change)."""
-    from ..errors import UnknownOpError
-    from ..ops import get_op
+def _prune_file(current, *, path: Path, fps: dict, report: list[str],
+                root: Path) -> list[Entry] | None:
+    """The entries of one file to keep (None: nothing to change). A program's entry is judged
+    against the program rebuilt from its graph file in the database (as ``validate --deep``)."""
+    from .programs import op_for_entry
 
     keep: dict[Key, Entry] = {}
     changed = False
     for e in current.entries:
         k = e.key
         try:
-            op = get_op(k.op)
-        except UnknownOpError:
-            report.append(f"{path}: {k}: op not registered here; kept")
+            op = op_for_entry(root, k.op)
+        except PyptoError as err:
+            report.append(f"{path}: {k}: cannot be checked here ({err}); kept")
             keep[k] = e if k not in keep else better(keep[k], e)
             continue
         fk = (k.op, k.dtypes, k.params)

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DtypeError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
+from .elementwise import kernel_exp
 
 
 def _sdpa_ref(q, k, v, scale=None):
@@ -99,7 +100,7 @@ def scaled_dot_product_attention(q, k, v, *, scale=None, dims):
     rowmax[s, h, b] = hl.max(rowmax[s, h, b], scores[rmax.x, s, h, b] * factor)
     # Unnormalized probabilities, their row sums, and the weighted values.
     p = hl.Func("p")
-    p[l, s, h, b] = hl.exp(scores[l, s, h, b] * factor - rowmax[s, h, b])
+    p[l, s, h, b] = kernel_exp(scores[l, s, h, b] * factor - rowmax[s, h, b])
     denom, num = _weighted(p, v, acc_t, (e, l, s, h, b), dims)
     out = hl.Func("out")
     out[e, s, h, b] = hl.cast(t, num[e, s, h, b] / denom[s, h, b])
@@ -320,7 +321,7 @@ def masked_attention(q, k, v, mask, q_len, kv_len, *, scale=None, is_causal=Fals
     # A row attending nothing has maximum -inf: shift by 0 so every exponential is 0, not NaN.
     shift = hl.select(rowmax[s, h, b] == neg_inf, hl.cast(acc_t, 0), rowmax[s, h, b])
     p = hl.Func("p")
-    p[l, s, h, b] = hl.select(allowed[l, s, h, b], hl.exp(scaled[l, s, h, b] - shift),
+    p[l, s, h, b] = hl.select(allowed[l, s, h, b], kernel_exp(scaled[l, s, h, b] - shift),
                               hl.cast(acc_t, 0))
     denom, num = _weighted(p, v, acc_t, (e, l, s, h, b), dims)
     out = hl.Func("out")

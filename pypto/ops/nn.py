@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
+from .elementwise import kernel_exp
 
 _FLOATS = ["float32", "float64"]
 
@@ -497,7 +498,7 @@ def _expr(v):
 def _sigmoid(v):
     v = _expr(v)
     one = hl.cast(v.type(), 1)
-    return one / (one + hl.exp(-v))
+    return one / (one + kernel_exp(-v))
 
 
 def _tanh(v):
@@ -505,7 +506,7 @@ def _tanh(v):
     # exact at both ends (exp overflowing to inf gives 1). Also the GRU and RNN cells'.
     v = _expr(v)
     one = hl.cast(v.type(), 1)
-    return one - hl.cast(v.type(), 2) / (hl.exp(v * hl.cast(v.type(), 2)) + one)
+    return one - hl.cast(v.type(), 2) / (kernel_exp(v * hl.cast(v.type(), 2)) + one)
 
 
 @op(category="nn",

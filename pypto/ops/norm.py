@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
+from .elementwise import kernel_exp
 
 _FLOATS = ["float32", "float64"]
 _EXAMPLE = {"R": 64, "C": 100}
@@ -35,8 +36,8 @@ _EXAMPLE = {"R": 64, "C": 100}
 # -- helpers inside algorithms -------------------------------------------------------------------
 
 def _exp(v):
-    """``exp(v)`` that keeps a NaN (the vectorized exp would turn it into 0)."""
-    return hl.select(hl.is_nan(v), v, hl.exp(v))
+    """``exp(v)`` for v <= 0 (a result below the smallest normal number is 0), keeping NaN."""
+    return kernel_exp(v)
 
 
 def _log(v):

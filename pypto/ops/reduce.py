@@ -40,6 +40,7 @@ from .. import runtime as _runtime
 from ..runtime import as_array
 from ..schedule.templates.reduce import BLOCK, CHUNK, GROUP
 from ._op import Param, op
+from .elementwise import kernel_exp
 
 _FLOATS = ["float32", "float64"]
 _WITH_INT = ["float32", "float64", "int32"]
@@ -701,7 +702,7 @@ def logsumexp(x, *, dims):
     best = _extreme(x, dims, "best", largest=True)
     o = hl.Var("o")
     m = _extreme_value(best, o, t)
-    acc = _row_sum("acc", lambda k, oo: hl.exp(x[k, oo] - _extreme_value(best, oo, t)), dims,
+    acc = _row_sum("acc", lambda k, oo: kernel_exp(x[k, oo] - _extreme_value(best, oo, t)), dims,
                    hl.Float(64))
     out = hl.Func("out")
     finite = hl.cast(t, hl.cast(hl.Float(64), m) + hl.log(acc[o]))

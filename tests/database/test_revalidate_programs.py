@@ -166,8 +166,23 @@ def test_a_stale_program_entry_is_reported_with_what_to_do_and_left_alone(tmp_pa
     (o,) = revalidate([db], timer=FakeTimer((9.0, 1.0)), timing=QUICK)
     assert (o.verdict, o.action, o.written) == ("stale", None, False)
     assert "f" * 16 in o.reason and "re-tune the program" in o.reason
-    assert "prune" not in o.reason          # prune keeps program entries: not the way out
+    assert "pypto db prune" in o.reason
     assert entries.read_bytes() == before
+
+
+def test_prune_removes_a_stale_program_entry_and_keeps_a_current_one(tmp_path):
+    """prune rebuilds a program from its graph file, as ``validate --deep`` does."""
+    from pypto.database.tools import prune
+
+    g = _program()
+    db = _db(tmp_path, g, _entry(g, fprint="f" * 16))
+    current = _entry(g)
+    db.commit([current])
+    assert len(list(db.iter_all())) == 2
+    report = prune(db)
+    assert any("stale" in line and "f" * 16 in line and "removed" in line for line in report)
+    assert [e.key for e in db.iter_all()] == [current.key]
+    assert prune(db) == []
 
 
 def test_a_program_entry_of_a_database_without_a_folder_is_skipped():
