@@ -248,14 +248,20 @@ _KEXP_POLY32 = [1.0, 1.0, 0.49999991059303284, 0.16666419804096222, 0.0416682027
 
 
 def kernel_exp(x):
-    """e**x within 1 ulp, but 0 where e**x is below about 2**-125.5 (x < -125.5 ln2 = -86.989
-    in float32, -1021.5 ln2 = -708.056 in float64); +inf and overflow give +inf, -inf gives 0,
-    NaN gives NaN; float16 is computed in float32. Not IEEE-strict past the argument reduction:
-    the polynomial compiles to fused multiply-adds where the target has them."""
+    """e**x within 1 ulp, but 0 where e**x is below about 2**-125.5 (float32: x < -125.5 ln2 =
+    -86.989); +inf and overflow give +inf, -inf gives 0, NaN gives NaN; float16 is computed in
+    float32; float64 is Halide's exp (subnormal results kept). Not IEEE-strict past the argument
+    reduction: the polynomial compiles to fused multiply-adds where the target has them."""
     t = x.type()
     if t.bits() == 16:   # Halide's is_nan misses a float16 NaN widened to float32
         wide = hl.cast(hl.Float(32), x)
         return hl.select(_is_nan(wide), x, hl.cast(t, kernel_exp(wide)))
+    if t.bits() == 64:
+        # Halide's exp (the C library's on CPUs, the device's on GPUs). The float64 form of the
+        # code below is right on CPUs (0.61 ulp), but Halide's OpenCL C writes float64
+        # constants with float32 precision (its magic 1.5 * 2**52 + 1022 loses the 1022), and
+        # softmax came out NaN there.
+        return hl.select(hl.is_nan(x), x, hl.exp(x))
     b = t.bits()
     mant, bias = (23, 127) if b == 32 else (52, 1023)
     # Clamped so that k = round(x / ln2) lies in [1 - bias, bias + 1]; the result is
