@@ -257,33 +257,27 @@ def kernel_exp(x):
         wide = hl.cast(hl.Float(32), x)
         return hl.select(_is_nan(wide), x, hl.cast(t, kernel_exp(wide)))
     if t.bits() == 64:
-        # Halide's exp (the C library's on CPUs, the device's on GPUs). The float64 form of the
-        # code below is right on CPUs (0.61 ulp), but Halide's OpenCL C writes float64
-        # constants with float32 precision (its magic 1.5 * 2**52 + 1022 loses the 1022), and
+        # Halide's exp (the C library's on CPUs, the device's on GPUs). A float64 form of the
+        # code below was right on CPUs (0.61 ulp), but Halide's OpenCL C writes float64
+        # constants with float32 precision (its magic 1.5 * 2**52 + 1022 lost the 1022), and
         # softmax came out NaN there.
         return hl.select(hl.is_nan(x), x, hl.exp(x))
-    b = t.bits()
-    mant, bias = (23, 127) if b == 32 else (52, 1023)
-    # Clamped so that k = round(x / ln2) lies in [1 - bias, bias + 1]; the result is
-    # (2 e**r) * 2**(k - 1), the biased exponent k - 1 + bias in [0, 2 bias]: a scale of 0.0 at
-    # the bottom, and at the top 2 e**r * 2**bias, which overflows to inf where e**x does.
-    lo, hi = (-87.3, 89.0) if b == 32 else (-708.7, 710.0)
-    xc = hl.min(hl.max(x, _k(x, lo)), _k(x, hi))
-    # Adding 1.5 * 2**mant + bias - 1 rounds x / ln2 to an integer in the sum's low bits; the
-    # difference of the bit patterns is k, and the low bits shifted into the exponent field are
-    # 2**(k - 1). The reduction is IEEE-strict, so that k and 2**(k - 1) come from the same
-    # rounding and the simplifier does not merge the two parts of ln2 into one constant (107 ulps
-    # at float64's large k); the polynomial is not.
-    magic = 1.5 * 2.0 ** mant + bias - 1
-    ubits = hl.UInt(b)
-    sum_bits = hl.reinterpret(ubits, hl.strict_float(xc * _k(x, 1.0 / math.log(2.0))
-                                                     + _k(x, magic)))
-    magic_bits = hl.reinterpret(ubits, _k(x, magic))
-    kf = hl.cast(t, hl.reinterpret(hl.Int(b), sum_bits - magic_bits))
-    r = hl.strict_float((xc - kf * _k(x, _LN2_HI[b])) - kf * _k(x, _LN2_LO[b]))
-    coeffs = _KEXP_POLY32 if b == 32 else _INV_FACT[: _EXP_DEG[b] + 1]
-    p2 = _horner(r, [2.0 * c for c in coeffs])           # 2 e**r (exact doubling)
-    scale = hl.reinterpret(t, sum_bits << hl.cast(ubits, mant))
+    # Clamped so that k = round(x / ln2) lies in [-126, 128]; the result is 2 e**r * 2**(k - 1),
+    # the biased exponent k + 126 in [0, 254]: a scale of 0.0 at the bottom, and at the top
+    # 2 e**r * 2**127, which overflows to inf where e**x does.
+    xc = hl.min(hl.max(x, hl.f32(-87.3)), hl.f32(89.0))
+    # Adding 1.5 * 2**23 + 126 rounds x / ln2 to an integer in the sum's low bits; the difference
+    # of the bit patterns is k, and the low bits shifted into the exponent field are 2**(k - 1).
+    # The reduction is IEEE-strict, so that k and 2**(k - 1) come from the same rounding and the
+    # simplifier does not merge the two parts of ln2 into one constant (2.7 ulps at large k);
+    # the polynomial is not.
+    magic = hl.f32(1.5 * 2.0 ** 23 + 126)
+    sum_bits = hl.reinterpret(hl.UInt(32), hl.strict_float(xc * hl.f32(1.0 / math.log(2.0))
+                                                           + magic))
+    kf = hl.cast(t, hl.reinterpret(hl.Int(32), sum_bits - hl.reinterpret(hl.UInt(32), magic)))
+    r = hl.strict_float((xc - kf * hl.f32(_LN2_HI[32])) - kf * hl.f32(_LN2_LO[32]))
+    p2 = _horner(r, [2.0 * c for c in _KEXP_POLY32])        # 2 e**r (exact doubling)
+    scale = hl.reinterpret(t, sum_bits << hl.u32(23))
     return hl.select(hl.is_nan(x), x, p2 * scale)
 
 
