@@ -102,10 +102,10 @@ def test_every_op_on_opencl_matches_numpy(name):
 
 @pytest.mark.opencl
 @needs_opencl
-# exp, sin, log and erf: Halide's OpenCL C prints float64 literals through float32; their
-# float64 constants are built from bits (elementwise._f64) and must reach the device exactly.
+# exp, sin, log, erf, acos and cbrt: Halide's OpenCL C prints float64 literals through float32;
+# their float64 constants are built from bits (elementwise._f64) and must reach the device exactly.
 @pytest.mark.parametrize("name", ["add", "softmax", "sum", "matmul", "transpose", "exp", "sin",
-                                  "log", "erf"])
+                                  "log", "erf", "acos", "cbrt"])
 def test_second_dtype_on_opencl_matches_numpy(name):
     op = pypto.get_op(name)
     params, dims = small_case(op)
