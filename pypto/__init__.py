@@ -24,6 +24,7 @@ from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
 from .infra.pool import memory_policy
 from .infra.version import __version__
 from .ops import Op, Param, get_op, list_ops, op
+from .ops._consts import lit as constant
 from .schedule.directives import Directive
 from .schedule.schedule import Schedule
 
@@ -32,7 +33,7 @@ __all__ = [
     "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
     "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
-    "add_schedule_path", "check_graph", "cond", "def_gradient", "explain", "fuse", "get_op",
+    "add_schedule_path", "check_graph", "cond", "constant", "def_gradient", "explain", "fuse", "get_op",
     "grad", "jit", "list_ops", "memory_policy", "op", "ops", "profile", "register_op", "spec", "target",
     "target_specific", "tune", "value_and_grad", "vjp",
 ]

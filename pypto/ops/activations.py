@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from . import binary as _bin
 from . import elementwise as _ew
 from . import norm as _norm
@@ -137,7 +138,7 @@ def _tanhshrink(x):
     cut, coeffs = _TSHRINK[32 if narrow else 64]
     z = _let("tshrink_z", w * w)
     small = w * z * _ew._horner(z, coeffs)
-    res = hl.select(hl.abs(w) < hl.f64(cut), small, w - _ew._tanh(w))
+    res = hl.select(hl.abs(w) < lit64(cut), small, w - _ew._tanh(w))
     if narrow:   # a named float32 value: Halide's JIT cannot fold float64 -> float16 directly
         res = _let("tshrink_res", hl.cast(x.type(), res))
     return hl.select(_ew._is_inf(x), x, res)

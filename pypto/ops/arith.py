@@ -28,6 +28,7 @@ import math
 import halide as hl
 import numpy as np
 
+from ._consts import lit64
 from . import binary as _bin
 from . import elementwise as _ew
 from . import math as _m
@@ -111,7 +112,7 @@ def _fmod_magnitude(a, b, steps: int):
     """
     r = _let("fmod_a", hl.abs(hl.cast(hl.Float(64), a)))
     bb = _let("fmod_b", hl.abs(hl.cast(hl.Float(64), b)))
-    inv = _let("fmod_inv", hl.f64(1.0) / bb)
+    inv = _let("fmod_inv", lit64(1.0) / bb)
     # The shifts are planned from the exponents once: step i leaves r < b * 2**s_i, so with
     # s_(i+1) = s_i - 28 the next quotient is again below 2**29.
     d = _let("fmod_d", _exponent(r) - _exponent(bb))
@@ -120,7 +121,7 @@ def _fmod_magnitude(a, b, steps: int):
         bs = _let(f"fmod_bs{i}", bb * _ew._pow2(s, bb))
         q = hl.trunc(r * (inv * _ew._pow2(-s, bb)))
         t = _let(f"fmod_t{i}", r - q * bs)
-        t = _let(f"fmod_u{i}", hl.select(t < hl.f64(0.0), t + bs, t))
+        t = _let(f"fmod_u{i}", hl.select(t < lit64(0.0), t + bs, t))
         r = _let(f"fmod_r{i}", hl.select(t >= bs, t - bs, t))
     return r
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import DtypeError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import Param, op
 from .elementwise import kernel_exp
 
@@ -119,7 +120,7 @@ def _scores(q, k, dims, scale):
     else:
         # Through f64: a bare Python float becomes a float32 constant in Halide, which
         # lost float64 precision (0.7 gave results 1.8e-6 off in relative terms).
-        factor = hl.cast(acc_t, hl.f64(scale))
+        factor = lit(acc_t, scale)
     scores = hl.Func("scores")
     scores[l, s, h, b] = hl.cast(acc_t, 0)
     scores[l, s, h, b] += hl.cast(acc_t, q[rd.x, s, h, b]) * hl.cast(acc_t, k[rd.x, l, h, b])

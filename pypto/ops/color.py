@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import op
 
 _FLOATS = ["float32", "float64"]
@@ -63,7 +64,7 @@ def _three(dims, params, name):
 
 
 def _k(t, v):
-    return hl.cast(t, hl.f64(float(v)))
+    return lit(t, float(v))
 
 
 def _channels(x, n, b, t):
@@ -182,7 +183,7 @@ def rgb_to_hsv(x, *, dims):
     safe = hl.select(gray, one, delta)
     h = hl.select(r == v, (g - bl) / safe,
                   g == v, _k(t, 2) + (bl - r) / safe,
-                  _k(t, 4) + (r - g) / safe) / _k(t, 6)
+                  _k(t, 4) + (r - g) / safe) * _k(t, 1.0 / 6.0)
     h = hl.select(gray, zero, hl.select(h < zero, h + one, h))
     h = hl.select(h >= one, h - one, h)     # a tiny negative sector offset rounds up to 1
     s = hl.select(gray, zero, delta / hl.select(gray, one, v))

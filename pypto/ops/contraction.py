@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import Param, op
 from .linalg import _MATMUL_DTYPES, _acc_type, _float16_safe
 
@@ -430,12 +431,12 @@ def _scaled_sum(c, acc, t, beta, alpha, args):
     acc_t = acc.type() if isinstance(acc, hl.Expr) else hl.Expr(acc).type()
     prod = hl.Expr(acc)
     if alpha != 1.0:
-        prod = hl.cast(acc_t, hl.f64(alpha)) * prod
+        prod = lit(acc_t, alpha) * prod
     if beta == 0.0:
         return hl.cast(t, prod)
     cv = hl.cast(acc_t, c[tuple(args)])
     if beta != 1.0:
-        cv = hl.cast(acc_t, hl.f64(beta)) * cv
+        cv = lit(acc_t, beta) * cv
     return hl.cast(t, cv + prod)
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
+from ._consts import lit64
 from ._op import Param, op
 from .image import _roi_boxes
 from .layout import _int
@@ -185,7 +186,7 @@ def _nms_alg(x_boxes, scores, cats, thr, dims):
     bit = hl.RDom([hl.Range(0, 64)], "bit")
     b = w * 64 + bit
     (ba, ca), (bb, cb) = box(a), box(b)
-    hit = (b > a) & (b < n_) & (hl.cast(hl.Float(64), _iou(ba, bb)) > hl.f64(thr))
+    hit = (b > a) & (b < n_) & (hl.cast(hl.Float(64), _iou(ba, bb)) > lit64(thr))
     if cats is not None:
         hit = hit & (ca == cb)
     u64 = hl.UInt(64)

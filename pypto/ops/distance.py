@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
+from ._consts import lit64
 from ._op import Param, op
 from .layout import _axis, bcast
 
@@ -44,7 +45,7 @@ def _pow_abs(d, p: float):
         return a
     if p == 2:
         return a * a
-    return hl.select(a == hl.f64(0), hl.f64(0), hl.exp(hl.f64(p) * hl.log(a)))
+    return hl.select(a == lit64(0), lit64(0), hl.exp(lit64(p) * hl.log(a)))
 
 
 def _root(s, p: float):
@@ -52,7 +53,7 @@ def _root(s, p: float):
         return s
     if p == 2:
         return hl.sqrt(s)
-    return hl.select(s == hl.f64(0), hl.f64(0), hl.exp(hl.log(s) / hl.f64(p)))
+    return hl.select(s == lit64(0), lit64(0), hl.exp(hl.log(s) / lit64(p)))
 
 
 # -- cosine_similarity ---------------------------------------------------------------------------
@@ -84,9 +85,9 @@ def cosine_similarity(x1, x2, *, eps, dims):
     f64 = hl.Float(64)
     a, b = hl.cast(f64, x1[i, r, o]), hl.cast(f64, x2[i, r, o])
     sums = hl.Func("sums")
-    sums[i, o] = (hl.f64(0), hl.f64(0), hl.f64(0))
+    sums[i, o] = (lit64(0), lit64(0), lit64(0))
     sums[i, o] = (sums[i, o][0] + a * b, sums[i, o][1] + a * a, sums[i, o][2] + b * b)
-    e = hl.f64(eps)
+    e = lit64(eps)
     n1 = hl.max(hl.sqrt(sums[i, o][1]), e)
     n2 = hl.max(hl.sqrt(sums[i, o][2]), e)
     out = hl.Func("out")
@@ -122,8 +123,8 @@ def pairwise_distance(x1, x2, *, p, eps, dims):
     c = hl.RDom([hl.Range(0, dims.C)], "c")
     f64 = hl.Float(64)
     acc = hl.Func("acc")
-    acc[r] = hl.f64(0)
-    acc[r] += _pow_abs(hl.cast(f64, x1[c, r]) - hl.cast(f64, x2[c, r]) + hl.f64(eps), p)
+    acc[r] = lit64(0)
+    acc[r] += _pow_abs(hl.cast(f64, x1[c, r]) - hl.cast(f64, x2[c, r]) + lit64(eps), p)
     out = hl.Func("out")
     out[r] = hl.cast(x1.type(), _root(acc[r], p))
     return out
@@ -163,7 +164,7 @@ def cdist(x1, x2, *, p, dims):
     m = hl.RDom([hl.Range(0, dims.M)], "m")
     f64 = hl.Float(64)
     acc = hl.Func("acc")
-    acc[q, pp, b] = hl.f64(0)
+    acc[q, pp, b] = lit64(0)
     acc[q, pp, b] += _pow_abs(hl.cast(f64, x1[m, pp, b]) - hl.cast(f64, x2[m, q, b]), p)
     out = hl.Func("out")
     out[q, pp, b] = hl.cast(x1.type(), _root(acc[q, pp, b], p))

@@ -38,7 +38,6 @@ import contextlib
 import functools
 import inspect
 import math
-import struct
 import threading
 
 import halide as hl
@@ -46,6 +45,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 
 FLOATS = ("float32", "float64", "float16")
@@ -59,19 +59,9 @@ def _is64(e) -> bool:
     return e.type().bits() == 64
 
 
-def _f64(v: float):
-    """The float64 constant ``v``, built from its bits: Halide's OpenCL C prints a float64 literal
-    through float32 (``x * 0.1`` came out with float32(0.1)'s relative error, 1.5e-8, and exp,
-    sin, log and erf were wrong in float64 there), while a reinterpreted 64-bit integer reaches
-    the device exactly. On CPUs LLVM folds it back into the same literal."""
-    if not math.isfinite(v):   # NaN and inf are printed exactly
-        return hl.f64(v)
-    return hl.reinterpret(hl.Float(64), hl.u64(struct.unpack("<Q", struct.pack("<d", v))[0]))
-
-
 def _k(like, v: float):
     """The constant ``v`` in the float type of ``like``."""
-    return _f64(v) if _is64(like) else hl.f32(v)
+    return lit64(v) if _is64(like) else hl.f32(v)
 
 
 def _bits_type(like, signed=True):
@@ -523,11 +513,11 @@ def _sincos32(x, want_cos: bool):
     m = _let("sincos_m", hl.cast(hl.Float(64), hl.select(be == 0, mant, mant | 0x800000)))
     idx = _let("sincos_idx", hl.clamp(be, 1, 254))
     a = m * g_hi[idx]                                   # exact
-    a = _let("sincos_a", a - _f64(4.0) * hl.floor(a * _f64(0.25)))   # exact, in [0, 4)
+    a = _let("sincos_a", a - lit64(4.0) * hl.floor(a * lit64(0.25)))   # exact, in [0, 4)
     bsum = _let("sincos_b", a + m * g_mid[idx])         # exact, in [0, 5)
-    k = _let("sincos_k", hl.floor(bsum + _f64(0.5)))
+    k = _let("sincos_k", hl.floor(bsum + lit64(0.5)))
     f = (bsum - k) + m * g_lo[idx]
-    r = _let("sincos_r", hl.cast(hl.Float(32), f * _f64(math.pi / 2)))
+    r = _let("sincos_r", hl.cast(hl.Float(32), f * lit64(math.pi / 2)))
     z = _let("sincos_z", r * r)
     s = r * _horner(z, _SIN_TAYLOR)
     c = _horner(z, _COS_TAYLOR)
@@ -571,8 +561,8 @@ def _quadrant64(x):
     cos r: (k as int32, sin r, cos r)."""
     p1, p2, p3 = _pio2_parts()
     a = hl.abs(x)
-    k, quad = _round_nearest(a * _f64(2.0 / math.pi), "sincos_k")
-    r = _let("sincos_r", ((a - k * _f64(p1)) - k * _f64(p2)) - k * _f64(p3))
+    k, quad = _round_nearest(a * lit64(2.0 / math.pi), "sincos_k")
+    r = _let("sincos_r", ((a - k * lit64(p1)) - k * lit64(p2)) - k * lit64(p3))
     z = _let("sincos_z", r * r)
     return quad, r * _poly("sin_poly", z, _SIN64), _poly("cos_poly", z, _COS64)
 
@@ -607,7 +597,7 @@ def _sincos64_fixup(libm_fn):
         if x.type() != hl.Float(64):
             return
         big = hl.RDom([hl.Range(0, dims.N)], "big")
-        big.where(hl.abs(x[big.x]) >= _f64(SINCOS64_FAST))
+        big.where(hl.abs(x[big.x]) >= lit64(SINCOS64_FAST))
         out[big.x] = hl.strict_float(libm_fn(x[big.x]))
     return fixup
 
@@ -638,8 +628,8 @@ def _quadrant32_fast(x):
     (k as int32, sin r, cos r)."""
     p1, p2, p3 = _pio2_parts()
     a = hl.cast(hl.Float(64), hl.abs(x))
-    k, quad = _round_nearest(a * _f64(2.0 / math.pi), "sincos_k")
-    r = ((a - k * _f64(p1)) - k * _f64(p2)) - k * _f64(p3)
+    k, quad = _round_nearest(a * lit64(2.0 / math.pi), "sincos_k")
+    r = ((a - k * lit64(p1)) - k * lit64(p2)) - k * lit64(p3)
     r = _let("sincos_r", hl.cast(hl.Float(32), r))
     z = _let("sincos_z", r * r)
     s = r * _poly("sin_poly", z, _SIN_TAYLOR[:5])      # degree 9: truncation below 2**-28

@@ -28,6 +28,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError
+from ._consts import lit
 from ._op import Param, op
 from .elementwise import _exp, _is_nan
 from .image import _clamped, _const, _edge_pad, _taps, _to_bhw
@@ -115,7 +116,7 @@ def median_blur(x, *, ksize, dims):
             pairs += [_taps(terms[i]) == n // 2, vals[i]]
         res = hl.select(*pairs[:-2], vals[-1])
     if t.is_float():
-        res = hl.select(_any_nan(vals), hl.cast(t, hl.f64(float("nan"))), res)
+        res = hl.select(_any_nan(vals), lit(t, float("nan")), res)
     out[w, h, b] = res
     return out
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import Param, op
 from .conv import check_float
 
@@ -91,11 +92,13 @@ def _affine_grid_validate(dims, p):
 
 def _coord(i, n, align, t):
     """Normalized coordinate of pixel ``i`` of ``n`` in type ``t``."""
-    fi, fn = hl.cast(t, i), hl.cast(t, n)
+    fi = hl.cast(t, i)
     one, two = hl.cast(t, 1), hl.cast(t, 2)
+    # Products with exact reciprocals: Halide turns a division by a constant into one anyway, and
+    # a float64 reciprocal must be built exactly to reach an OpenCL device (``_consts``).
     if align:
-        return two * fi / (fn - one) - one if n > 1 else hl.cast(t, 0)
-    return (two * fi + one) / fn - one
+        return two * fi * lit(t, 1.0 / (n - 1)) - one if n > 1 else hl.cast(t, 0)
+    return (two * fi + one) * lit(t, 1.0 / n) - one
 
 
 @op(category="nn",

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 from .image import _to_bhw
 from .quantized import round_half_even
@@ -121,8 +122,8 @@ def histogram(x, *, bins, lo, hi, dims):
     def edge(i):
         # np.linspace's edges: i * step + lo, and exactly hi at the end.
         # Strict: two roundings, as NumPy computes them (no fused multiply-add).
-        return hl.select(i >= bins, hl.f64(hi),
-                         hl.strict_float(hl.cast(f, i) * hl.f64(step) + hl.f64(lo)))
+        return hl.select(i >= bins, lit64(hi),
+                         hl.strict_float(hl.cast(f, i) * lit64(step) + lit64(lo)))
 
     n = hl.Var("n")
     byte = x.type() == hl.UInt(8)
@@ -135,13 +136,13 @@ def histogram(x, *, bins, lo, hi, dims):
     # Strict: Halide's simplifier otherwise treats float arithmetic as real arithmetic and may
     # evaluate the estimate differently where it is used (then an edge test sees another bin).
     est = hl.cast(hl.Int(32), hl.strict_float(hl.clamp(
-        (v - hl.f64(lo)) * hl.f64(bins / (hi - lo)), hl.f64(0.0), hl.f64(float(bins - 1)))))
+        (v - lit64(lo)) * lit64(bins / (hi - lo)), lit64(0.0), lit64(float(bins - 1)))))
     idx = est - hl.select(v < edge(est), 1, 0)
     idx = hl.clamp(idx + hl.select((v >= edge(idx + 1)) & (idx < bins - 1), 1, 0), 0, bins - 1)
     # (Halide compiles float comparisons as if no operand were NaN: the test is on the bits.)
     u64 = hl.UInt(64)
     finite = (hl.reinterpret(u64, v) & hl.u64(0x7FFFFFFFFFFFFFFF)) < hl.u64(0x7FF0000000000000)
-    counted = (v >= hl.f64(lo)) & (v <= hl.f64(hi)) & finite
+    counted = (v >= lit64(lo)) & (v <= lit64(hi)) & finite
     # Each value's bin; values not counted go to an extra slot past the last bin.
     slot = hl.Func("slot")
     if byte:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit, lit64
 from ._op import Param, op
 
 _FLOATS = ["float32", "float64"]
@@ -46,7 +47,7 @@ def _clamped(x, dims, name: str = "clamped"):
 
 def _const(t, value: float):
     """A float constant of Halide type ``t``, rounded once from the Python (double) value."""
-    return hl.cast(t, hl.f64(float(value)))
+    return lit(t, float(value))
 
 
 def _edge_pad(x: np.ndarray, r: int) -> np.ndarray:
@@ -121,7 +122,9 @@ def box_blur(x, *, size, dims):
     vsum = _taps([hsum[w, h + i, b] for i in range(-r, r + 1)])
     out = hl.Func("out")
     if t.is_float():
-        out[w, h, b] = vsum / hl.cast(t, n)
+        # A product with 1/n, as Halide turns a division by a constant into anyway; written
+        # out so the reciprocal is an exact float64 literal on every target (``_consts``).
+        out[w, h, b] = vsum * lit(t, 1.0 / n)
     else:
         out[w, h, b] = hl.cast(t, (vsum + hl.cast(acc_t, n // 2)) / hl.cast(acc_t, n))
     return out
@@ -330,16 +333,16 @@ def resize_bilinear(x, *, height, width, align_corners, dims):
         """
         df, nf = hl.cast(f64, d), hl.cast(f64, n_in)
         if align_corners:
-            s = df * ((nf - 1) / hl.f64(n_out - 1)) if n_out > 1 else hl.f64(0.0)
+            s = df * ((nf - 1) / lit64(n_out - 1)) if n_out > 1 else lit64(0.0)
         else:
-            s = hl.max((df + 0.5) * (nf / hl.f64(n_out)) - 0.5, hl.f64(0.0))
+            s = hl.max((df + 0.5) * (nf / lit64(n_out)) - 0.5, lit64(0.0))
         # Strict: the index and the weight must see the same coordinate, rounded as written.
         s = hl.strict_float(s)
         i0 = hl.clamp(hl.cast(hl.Int(32), s), 0, n_in - 1)
         lo = hl.Func(name + "lo")
         lo[d] = i0
         wt = hl.Func(name + "wt")
-        wt[d] = hl.cast(t, hl.select(i0 < n_in - 1, s - hl.cast(f64, i0), hl.f64(0.0)))
+        wt[d] = hl.cast(t, hl.select(i0 < n_in - 1, s - hl.cast(f64, i0), lit64(0.0)))
         return lo, wt
 
     ylo, ywt = axis(oh, dims.H, height, "y")
@@ -524,11 +527,12 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     rh = boxes[4, k] * scale - off - y1
     if not aligned:
         rw, rh = hl.max(rw, one), hl.max(rh, one)
-    bw = rw / hl.cast(t, pooled_width)
-    bh = rh / hl.cast(t, pooled_height)
+    # Divisions by constants are written as products with exact reciprocals (``_consts``).
+    bw = rw * lit(t, 1.0 / pooled_width)
+    bh = rh * lit(t, 1.0 / pooled_height)
     s = hl.RDom([hl.Range(0, g), hl.Range(0, g)], "s")
-    ys = y1 + hl.cast(t, oh) * bh + hl.cast(t, s.y + hl.f32(0.5)) * bh / hl.cast(t, g)
-    xs = x1 + hl.cast(t, ow) * bw + hl.cast(t, s.x + hl.f32(0.5)) * bw / hl.cast(t, g)
+    ys = y1 + hl.cast(t, oh) * bh + hl.cast(t, s.y + hl.f32(0.5)) * bh * lit(t, 1.0 / g)
+    xs = x1 + hl.cast(t, ow) * bw + hl.cast(t, s.x + hl.f32(0.5)) * bw * lit(t, 1.0 / g)
     inside = (ys >= -one) & (ys <= hl.cast(t, H)) & (xs >= -one) & (xs <= hl.cast(t, W))
     yc, xc = hl.max(ys, zero), hl.max(xs, zero)
     yl = hl.clamp(hl.cast(hl.Int(32), hl.min(yc, hl.cast(t, H))), 0, H - 1)
@@ -544,7 +548,7 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     acc[ow, oh, c, k] = zero
     acc[ow, oh, c, k] += hl.select(inside, val, zero)
     out = hl.Func("out")
-    out[ow, oh, c, k] = acc[ow, oh, c, k] / hl.cast(t, g * g)
+    out[ow, oh, c, k] = acc[ow, oh, c, k] * lit(t, 1.0 / (g * g))
     return out
 
 
@@ -647,8 +651,8 @@ def anchor_boxes(base, *, feat_h, feat_w, stride_h, stride_w):
     """Base anchors [A, 4] shifted to every cell of a feat_h x feat_w grid: [FH, FW, A, 4]."""
     e, a, fw, fh = hl.Var("e"), hl.Var("a"), hl.Var("fw"), hl.Var("fh")
     t = base.type()
-    dx = hl.cast(t, hl.cast(hl.Float(64), fw) * hl.f64(stride_w))
-    dy = hl.cast(t, hl.cast(hl.Float(64), fh) * hl.f64(stride_h))
+    dx = hl.cast(t, hl.cast(hl.Float(64), fw) * lit64(stride_w))
+    dy = hl.cast(t, hl.cast(hl.Float(64), fh) * lit64(stride_h))
     out = hl.Func("out")
     out[e, a, fw, fh] = base[e, a] + hl.select(e % 2 == 0, dx, dy)
     return out

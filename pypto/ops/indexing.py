@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
+from ._consts import lit
 from ._op import Param, op
 from .layout import ANY, _axis, _int, _oai, bcast
 
@@ -364,7 +365,7 @@ def masked_fill(input, mask, *, value, dims):  # noqa: A002
     """out = value where mask else input."""
     c, r = hl.Var("c"), hl.Var("r")
     out = hl.Func("out")
-    out[c, r] = hl.select(mask[c, r], hl.cast(input.type(), hl.f64(value)), input[c, r])
+    out[c, r] = hl.select(mask[c, r], lit(input.type(), value), input[c, r])
     return out
 
 

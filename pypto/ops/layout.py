@@ -37,6 +37,7 @@ import numpy as np
 from .. import runtime as _rt
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, pending_out, traced
+from ._consts import lit
 from ._op import Param, op
 
 #: The dtypes every layout op accepts (a copy needs no arithmetic); float32 first.
@@ -404,7 +405,7 @@ def pad(x, *, before, after, mode, value, dims):
     val = x[i, src, o]
     out = hl.Func("out")
     if mode == "constant":
-        fill = hl.cast(x.type(), hl.f64(value)) if not x.type().is_bool() else \
+        fill = lit(x.type(), value) if not x.type().is_bool() else \
             hl.cast(hl.Bool(), value != 0)
         val = hl.select((q >= 0) & (q < n), val, fill)
     out[i, p, o] = val

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
+from ._consts import lit, lit64
 from . import elementwise as _ew
 from . import reduce as _red
 from ._op import Param, op
@@ -140,7 +141,7 @@ def _pointwise(name, fn, ref_fn, doc, extra_inputs=(), params=(), reductions=_RE
 
 
 def _k(like, v):
-    return hl.cast(like.type(), hl.f64(v))
+    return lit(like.type(), v)
 
 
 def _nanlog(v):
@@ -323,19 +324,19 @@ def _class_alg(log_softmax: bool):
             m[n] = hl.cast(t, -math.inf)
             m[n] = hl.max(m[n], input[c, n])
             s = hl.Func("sumexp")
-            s[n] = hl.f64(0)
+            s[n] = lit64(0)
             s[n] += hl.cast(f64, _ew._exp(input[c, n] - m[n]))
             lse = hl.cast(f64, m[n]) + hl.log(s[n])
         else:
-            lse = hl.f64(0)
+            lse = lit64(0)
         logp = hl.cast(f64, input[kn, n]) - lse
         loss = -hl.cast(f64, hl.Expr(wt[n])) * logp
         if label_smoothing > 0:
             sm = hl.Func("smooth")
-            sm[n] = hl.f64(0)
+            sm[n] = lit64(0)
             sm[n] += hl.cast(f64, weight[c]) * (hl.cast(f64, input[c, n]) - lse)
-            smooth = -hl.Expr(sm[n]) * hl.f64(label_smoothing) / hl.cast(f64, dims.C)
-            loss = hl.f64(1 - label_smoothing) * loss + hl.select(ignored, hl.f64(0), smooth)
+            smooth = -hl.Expr(sm[n]) * lit64(label_smoothing) / hl.cast(f64, dims.C)
+            loss = lit64(1 - label_smoothing) * loss + hl.select(ignored, lit64(0), smooth)
         out = hl.Func("loss")
         out[n] = hl.cast(t, loss)
         return out, wt

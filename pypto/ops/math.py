@@ -35,6 +35,7 @@ import halide as hl
 import numpy as np
 
 from ..dtypes import halide_type
+from ._consts import lit64
 from . import elementwise as _ew
 from ._op import Param, op
 
@@ -64,7 +65,7 @@ with decimal.localcontext() as _ctx:              # 40 digits: lo is good to the
 def _pair(like, v: float, v_lo: float):
     """The constant v + v_lo as (hi, lo) in like's type: hi + lo is good to about twice the bits."""
     if _is64(like):
-        return _ew._f64(v), _ew._f64(v_lo)
+        return lit64(v), lit64(v_lo)
     hi = float(np.float32(v))
     return hl.f32(hi), hl.f32((v - hi) + v_lo)
 
@@ -283,14 +284,14 @@ def _cbrt(x):
     x = _let("cbrt_arg", x)
     w = x if _is64(x) else hl.cast(hl.Float(64), x)
     a = _let("cbrt_abs", hl.abs(w))
-    tiny = a < _ew._f64(2.0 ** -1022)
-    s = hl.select(tiny, a * _ew._f64(2.0 ** 54), a)
+    tiny = a < lit64(2.0 ** -1022)
+    s = hl.select(tiny, a * lit64(2.0 ** 54), a)
     high = hl.cast(hl.UInt(32), hl.reinterpret(hl.UInt(64), s) >> 32)
     guess = hl.cast(hl.UInt(64), high / 3 + (682 << 20)) << 32   # exponent / 3, bias kept
     y = _let("cbrt_y0", hl.reinterpret(hl.Float(64), guess))
     for i in range(5 if _is64(x) else 3):
-        y = _let(f"cbrt_y{i + 1}", (y + y + s / (y * y)) * _ew._f64(1.0 / 3.0))
-    y = hl.select(tiny, y * _ew._f64(2.0 ** -18), y)
+        y = _let(f"cbrt_y{i + 1}", (y + y + s / (y * y)) * lit64(1.0 / 3.0))
+    y = hl.select(tiny, y * lit64(2.0 ** -18), y)
     res = _ew._flipsign(y, w)
     if not _is64(x):
         res = _let("cbrt_res", hl.cast(x.type(), res))
@@ -347,7 +348,7 @@ def _raw(name, fn, reference, doc, *, dtypes, params=()):
 def _const(like, v: float):
     t = like.type()
     if t.bits() == 64:
-        return _ew._f64(v)
+        return lit64(v)
     return hl.cast(t, hl.f32(v))       # float16 rounds from float32 (exact for its own limits)
 
 

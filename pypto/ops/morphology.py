@@ -21,6 +21,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError
+from ._consts import lit
 from ._op import Param, op
 from .elementwise import _is_nan
 from .image import _to_bhw
@@ -133,7 +134,7 @@ def _kernel_ref(kind_seq):
 
 def _extreme(t: hl.Type, kind: str):
     if t.is_float():
-        return hl.cast(t, hl.f64(float("-inf") if kind == "max" else float("inf")))
+        return lit(t, float("-inf") if kind == "max" else float("inf"))
     return t.min() if kind == "max" else t.max()
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import Param, op
 from .elementwise import kernel_exp
 
@@ -432,7 +433,7 @@ def avg_pool2d(x, *, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, count
     acc[ow, oh, c, n] += tap
     out = hl.Func("out")
     if count_include_pad or (pad_h == 0 and pad_w == 0):
-        out[ow, oh, c, n] = acc[ow, oh, c, n] * hl.cast(t, hl.f64(1.0 / (kernel_h * kernel_w)))
+        out[ow, oh, c, n] = acc[ow, oh, c, n] * lit(t, 1.0 / (kernel_h * kernel_w))
     else:
         h0, w0 = oh * stride_h - pad_h, ow * stride_w - pad_w
         rows = hl.min(h0 + kernel_h, dims.H) - hl.max(h0, 0)

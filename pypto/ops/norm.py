@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 from .elementwise import kernel_exp
 
@@ -241,7 +242,7 @@ def layer_norm(x, gamma, beta, eps, *, dims):
         mu[r] = hl.cast(t, total[r] / n)
         sq = _row_sum("sqdev", lambda k, rr: _sq(hl.cast(at, x[k, rr] - mu[rr])), dims, at)
         inv = hl.Func("inv")
-        inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / n + hl.f64(eps)))
+        inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / n + lit64(eps)))
     out = hl.Func("out")
     out[c, r] = (x[c, r] - mu[r]) * inv[r] * gamma[c] + beta[c]
     return out
@@ -267,7 +268,7 @@ def _shifted_moments(x, dims, at: hl.Type, eps: float):
     var = hl.select(hl.is_nan(var), var, hl.max(var, hl.cast(at, 0)))
     mu, inv = hl.Func("mu"), hl.Func("inv")
     mu[r] = hl.cast(t, shift + mean_d)
-    inv[r] = hl.cast(t, 1 / hl.sqrt(var + hl.f64(eps)))
+    inv[r] = hl.cast(t, 1 / hl.sqrt(var + lit64(eps)))
     return mu, inv
 
 
@@ -279,7 +280,7 @@ def rms_norm(x, gamma, eps, *, dims):
     t, at = x.type(), _acc(x.type())
     sq = _row_sum("sumsq", lambda k, rr: _sq(hl.cast(at, x[k, rr])), dims, at)
     inv = hl.Func("inv")
-    inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / hl.cast(at, dims.C) + hl.f64(eps)))
+    inv[r] = hl.cast(t, 1 / hl.sqrt(sq[r] / hl.cast(at, dims.C) + lit64(eps)))
     out = hl.Func("out")
     out[c, r] = x[c, r] * inv[r] * gamma[c]
     return out
@@ -306,7 +307,7 @@ def batch_norm(x, mean, var, gamma, beta, eps, *, dims):
     s, c, n = hl.Var("s"), hl.Var("c"), hl.Var("n")
     t = x.type()
     scale = hl.Func("scale")
-    scale[c] = hl.cast(t, gamma[c] / hl.sqrt(hl.cast(hl.Float(64), var[c]) + hl.f64(eps)))
+    scale[c] = hl.cast(t, gamma[c] / hl.sqrt(hl.cast(hl.Float(64), var[c]) + lit64(eps)))
     out = hl.Func("out")
     out[s, c, n] = (x[s, c, n] - mean[c]) * scale[c] + beta[c]
     return out

@@ -19,6 +19,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError, ShapeError
+from ._consts import lit
 from ._op import Param, op
 from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, per_axis, \
     zero_padded
@@ -177,7 +178,7 @@ def _pool_algorithm(kind, x, p, nsp, dims, count_include_pad=True):
         size = 1
         for k in ks:
             size *= k
-        out[(*ov, c, n)] = acc[(*ov, c, n)] * hl.cast(t, hl.f64(1.0 / size))
+        out[(*ov, c, n)] = acc[(*ov, c, n)] * lit(t, 1.0 / size)
     else:
         count = None
         for v, s, q, k, e in zip(ov, ss, ps, ks, extents):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import ParamError
 from ..runtime import as_array
+from ._consts import lit, lit64
 from ._op import Param, op
 
 _QRANGE = {"int8": (-128, 127), "uint8": (0, 255)}
@@ -93,7 +94,7 @@ def quantize(x, *, scale, zero_point, dtype):
     lo, hi = _QRANGE[dtype]
     f = hl.Float(32)
     # Strict: a true division (not a multiplication by a rounded reciprocal).
-    q = hl.round(hl.strict_float(x[n] / hl.cast(f, hl.f64(scale)))) + hl.cast(f, zero_point)
+    q = hl.round(hl.strict_float(x[n] / lit(f, scale))) + hl.cast(f, zero_point)
     q = hl.clamp(q, hl.cast(f, lo), hl.cast(f, hi))
     out = hl.Func("out")
     out[n] = hl.select(hl.is_nan(x[n]), hl.cast(_QTYPE[dtype], zero_point),
@@ -136,7 +137,7 @@ def dequantize(q, *, scale, zero_point):
     n = hl.Var("n")
     out = hl.Func("out")
     diff = hl.cast(hl.Int(32), q[n]) - zero_point
-    out[n] = hl.cast(hl.Float(32), diff) * hl.cast(hl.Float(32), hl.f64(scale))
+    out[n] = hl.cast(hl.Float(32), diff) * lit(hl.Float(32), scale)
     return out
 
 
@@ -216,7 +217,7 @@ def requantize(acc, *, scale, zero_point, dtype):
     n = hl.Var("n")
     lo, hi = _QRANGE[dtype]
     f = hl.Float(64)
-    q = hl.round(hl.strict_float(hl.cast(f, acc[n]) * hl.f64(scale))) + hl.cast(f, zero_point)
+    q = hl.round(hl.strict_float(hl.cast(f, acc[n]) * lit64(scale))) + hl.cast(f, zero_point)
     out = hl.Func("out")
-    out[n] = hl.cast(_QTYPE[dtype], hl.clamp(q, hl.f64(lo), hl.f64(hi)))
+    out[n] = hl.cast(_QTYPE[dtype], hl.clamp(q, lit64(lo), lit64(hi)))
     return out

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 from .nn import _check_out_size, _derive_out, _image, _pair, _window_params
 from .quant import _QRANGE, _QTYPE, _check_dtype
@@ -122,7 +123,7 @@ def round_half_even(x):
     the OpenCL target (seen on PoCL), and quantization must agree on ties everywhere."""
     f = hl.floor(x)
     d = x - f
-    odd = f - hl.f64(2.0) * hl.floor(f * hl.f64(0.5)) if x.type().bits() == 64 else \
+    odd = f - lit64(2.0) * hl.floor(f * lit64(0.5)) if x.type().bits() == 64 else \
         f - hl.cast(x.type(), 2.0) * hl.floor(f * hl.cast(x.type(), 0.5))
     half = hl.cast(x.type(), 0.5)
     one = hl.cast(x.type(), 1.0)
@@ -139,7 +140,7 @@ def _fake_expr(v, s32, inv32, zp, qmin, qmax, round32):
     f64 = hl.Float(64)
     prod = hl.cast(f64, hl.strict_float(v * hl.cast(t, inv32)))     # rounded in v's precision
     # Clamped before the integer conversion, so that huge values and infinities saturate.
-    q = hl.clamp(round_half_even(prod) + hl.cast(f64, zp), hl.f64(qmin), hl.f64(qmax))
+    q = hl.clamp(round_half_even(prod) + hl.cast(f64, zp), lit64(qmin), lit64(qmax))
     res = hl.strict_float((q - hl.cast(f64, zp)) * s32)
     if round32:
         res = hl.cast(hl.Float(32), res)
@@ -184,7 +185,7 @@ def fake_quantize_per_tensor_affine(input, *, scale, zero_point, quant_min, quan
     n = hl.Var("n")
     s32 = _f32(scale)
     out = hl.Func("out")
-    out[n] = _fake_expr(input[n], hl.f64(s32), hl.f64(_inv32(s32)),
+    out[n] = _fake_expr(input[n], lit64(s32), lit64(_inv32(s32)),
                         hl.i32(zero_point), quant_min, quant_max, True)
     return out
 
@@ -452,10 +453,10 @@ def _qadd_frontend(a, b, a_scale, a_zero_point, b_scale, b_zero_point, scale, ze
 
 def _requant_expr(real, scale, zero_point, dtype, relu):
     lo, hi = _QRANGE[dtype]
-    q = round_half_even(hl.strict_float(real * hl.f64(1.0 / scale))) + hl.f64(zero_point)
+    q = round_half_even(hl.strict_float(real * lit64(1.0 / scale))) + lit64(zero_point)
     if relu:
-        q = hl.max(q, hl.f64(zero_point))
-    return hl.cast(_QTYPE[dtype], hl.clamp(q, hl.f64(lo), hl.f64(hi)))
+        q = hl.max(q, lit64(zero_point))
+    return hl.cast(_QTYPE[dtype], hl.clamp(q, lit64(lo), lit64(hi)))
 
 
 _OUTQ = [Param("scale", float, doc="output scale (> 0)"),
@@ -485,8 +486,8 @@ def quantized_add(a, b, *, a_scale, a_zero_point, b_scale, b_zero_point, scale, 
     """Dequantize both in float64, add, requantize (round half to even, saturate)."""
     n = hl.Var("n")
     f64 = hl.Float(64)
-    real = hl.strict_float((hl.cast(f64, a[n]) - hl.f64(a_zero_point)) * hl.f64(a_scale)
-                           + (hl.cast(f64, b[n]) - hl.f64(b_zero_point)) * hl.f64(b_scale))
+    real = hl.strict_float((hl.cast(f64, a[n]) - lit64(a_zero_point)) * lit64(a_scale)
+                           + (hl.cast(f64, b[n]) - lit64(b_zero_point)) * lit64(b_scale))
     out = hl.Func("out")
     out[n] = _requant_expr(real, scale, zero_point, dtype, relu)
     return out
@@ -556,7 +557,7 @@ def quantized_relu(q, *, scale, zero_point, out_scale, out_zero_point, dtype):
     if same:
         out[n] = hl.cast(_QTYPE[dtype], kept)
     else:
-        real = hl.strict_float(hl.cast(hl.Float(64), kept - zero_point) * hl.f64(scale))
+        real = hl.strict_float(hl.cast(hl.Float(64), kept - zero_point) * lit64(scale))
         out[n] = _requant_expr(real, out_scale, out_zero_point, dtype, False)
     return out
 

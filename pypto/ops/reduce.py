@@ -39,6 +39,7 @@ from ..errors import ParamError
 from .. import runtime as _runtime
 from ..runtime import as_array
 from ..schedule.templates.reduce import BLOCK, CHUNK, GROUP
+from ._consts import lit64
 from ._op import Param, op
 from .elementwise import kernel_exp
 
@@ -339,7 +340,7 @@ def _float_sum(name: str, value_of, dims, t: hl.Type):
     row-reduction schedules and the column schedule of a reduction over leading axes take it)."""
     f64 = hl.Float(64)
     if t != hl.Float(32):
-        return _row_sum(name, value_of, dims, f64), lambda o: hl.f64(0)
+        return _row_sum(name, value_of, dims, f64), lambda o: lit64(0)
     n = dims.R / GROUP
     o, m = hl.Var("o"), hl.RDom([hl.Range(0, n)], "k")
     shift = _run_shift(n)
@@ -355,15 +356,15 @@ def _float_sum(name: str, value_of, dims, t: hl.Type):
     while len(terms) > 1:
         terms = [terms[j] + terms[j + 1] for j in range(0, len(terms), 2)]
     acc = hl.Func(name)
-    acc[o] = hl.f64(0)
+    acc[o] = lit64(0)
     acc[o] += hl.cast(f64, terms[0])
 
     def rest(oo):
-        total = hl.f64(0)
+        total = lit64(0)
         for j in range(GROUP - 1):
             at = GROUP * n + j
             total += hl.select(at < dims.R, hl.cast(f64, value_of(hl.min(at, dims.R - 1), oo)),
-                               hl.f64(0))
+                               lit64(0))
         return total
 
     return acc, rest
@@ -390,7 +391,7 @@ def _variance(x, dims, ddof: float):
     dev = _row_sum("dev", lambda k, o: _sq(hl.cast(hl.Float(64), x[k, o]) - acc[o] / n), dims,
                    hl.Float(64))
     o = hl.Var("o")
-    return o, dev[o] / hl.max(n - hl.f64(ddof), hl.f64(0))
+    return o, dev[o] / hl.max(n - lit64(ddof), lit64(0))
 
 
 def _sq(e):

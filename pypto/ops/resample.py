@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit
 from ._op import Param, op
 from .image import _roi_boxes
 from .layout import ANY, _int
@@ -269,7 +270,7 @@ def roi_pool(x, boxes, *, pooled_height, pooled_width, spatial_scale, dims):
     """RoIPool: the maximum of each bin of each box (0 for an empty bin)."""
     ow, oh, c, k = hl.Var("ow"), hl.Var("oh"), hl.Var("c"), hl.Var("k")
     t = x.type()
-    scale = hl.cast(t, hl.f64(spatial_scale))
+    scale = lit(t, spatial_scale)
 
     def corner(e):
         v = hl.strict_float(boxes[e, k] * scale)     # no fused multiply-add: ties round as NumPy

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from . import elementwise as _ew
 from ._op import Param, op
 from .layout import _axis, _oai
@@ -176,12 +177,12 @@ def vector_norm(x, *, ord, p, dims):  # noqa: A002
     elif ord == "0":
         term = lambda k, oo: hl.cast(f64, _is_nonzero(x[k, oo]))  # noqa: E731
     else:
-        term = lambda k, oo: hl.pow(hl.abs(hl.cast(f64, x[k, oo])), hl.f64(p))  # noqa: E731
+        term = lambda k, oo: hl.pow(hl.abs(hl.cast(f64, x[k, oo])), lit64(p))  # noqa: E731
     acc = _rows("acc", term, 0, lambda a, b: a + b, f64, dims)
     if ord == "2":
         res = hl.sqrt(acc[o])
     elif ord == "p":
-        res = hl.pow(acc[o], hl.f64(1.0 / p))
+        res = hl.pow(acc[o], lit64(1.0 / p))
     else:
         res = acc[o]
     out[o] = hl.cast(t, res)
@@ -215,7 +216,7 @@ def _nansum_alg(mean: bool):
         cnt = _rows("cnt", lambda k, oo: hl.cast(hl.Int(32), ok(k, oo)), 0,
                     lambda a, b: a + b, hl.Int(32), dims)
         out[o] = hl.cast(t, hl.select(cnt[o] > 0, acc[o] / hl.cast(f64, cnt[o]),
-                                      hl.f64(float("nan"))))
+                                      lit64(float("nan"))))
         return out
     return algorithm
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 from .layout import _int
 from .nn import _pair
@@ -37,16 +38,16 @@ def _normalize(x, weight, bias, eps, extent, value, out_vars, stat_vars, wb_inde
     for rng in extent:
         count = count * hl.cast(f64, rng.extent)
     mean, dev = hl.Func("mean"), hl.Func("dev")
-    mean[stat_vars] = hl.f64(0)
+    mean[stat_vars] = lit64(0)
     mean[stat_vars] += hl.cast(f64, value(r))
     mu = mean[stat_vars] / count
     mean_of = hl.Func("mu")
     mean_of[stat_vars] = mu
-    dev[stat_vars] = hl.f64(0)
+    dev[stat_vars] = lit64(0)
     d = hl.cast(f64, value(r)) - mean_of[stat_vars]
     dev[stat_vars] += d * d
     inv = hl.Func("inv_std")
-    inv[stat_vars] = 1 / hl.sqrt(dev[stat_vars] / count + hl.f64(eps))
+    inv[stat_vars] = 1 / hl.sqrt(dev[stat_vars] / count + lit64(eps))
     out = hl.Func("out")
     xv = hl.cast(f64, x[out_vars])
     w, b = weight[wb_index], bias[wb_index]
@@ -190,10 +191,10 @@ def adaptive_avg_pool2d(x, *, out_h, out_w, dims):
     inside = (r.x < w1 - w0) & (r.y < h1 - h0)
     f64 = hl.Float(64)
     acc = hl.Func("acc")
-    acc[ow, oh, c, n] = hl.f64(0)
+    acc[ow, oh, c, n] = lit64(0)
     acc[ow, oh, c, n] += hl.select(inside, hl.cast(f64, x[hl.clamp(w0 + r.x, 0, dims.W - 1),
                                                           hl.clamp(h0 + r.y, 0, dims.H - 1), c, n]),
-                                   hl.f64(0))
+                                   lit64(0))
     out = hl.Func("out")
     out[ow, oh, c, n] = hl.cast(x.type(), acc[ow, oh, c, n] / hl.cast(f64, (h1 - h0) * (w1 - w0)))
     return out
@@ -219,7 +220,7 @@ def global_avg_pool2d(x, *, dims):
     p = hl.Var("p")
     s = hl.RDom([hl.Range(0, dims.S)], "s")
     acc = hl.Func("acc")
-    acc[p] = hl.f64(0)
+    acc[p] = lit64(0)
     acc[p] += hl.cast(hl.Float(64), x[s, p])
     out = hl.Func("out")
     out[p] = hl.cast(x.type(), acc[p] / hl.cast(hl.Float(64), dims.S))

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._consts import lit64
 from ._op import Param, op
 from .image import _to_bhw
 from .quantized import round_half_even
@@ -176,18 +177,18 @@ def resize_bicubic(x, *, height, width, align_corners, dims):
     """Separable: a horizontal pass over every input row, then a vertical pass."""
     ow, oh, h, b = hl.Var("ow"), hl.Var("oh"), hl.Var("h"), hl.Var("b")
     t = x.type()
-    a = hl.f64(A_CUBIC)
+    a = lit64(A_CUBIC)
 
     def axis(d, n_in, n_out, name):
         """Funcs of the first tap's index and the four tap weights along one axis."""
         df, nf = hl.cast(f64, d), hl.cast(f64, n_in)
         if align_corners:
-            src = df * ((nf - 1) / hl.f64(n_out - 1)) if n_out > 1 else hl.f64(0.0)
+            src = df * ((nf - 1) / lit64(n_out - 1)) if n_out > 1 else lit64(0.0)
         else:
-            src = (df + 0.5) * (nf / hl.f64(n_out)) - 0.5
+            src = (df + 0.5) * (nf / lit64(n_out)) - 0.5
         src = hl.strict_float(src)
         i0 = hl.min(hl.cast(hl.Int(32), hl.floor(src)), n_in - 1)
-        lam = hl.clamp(src - hl.cast(f64, i0), hl.f64(0.0), hl.f64(1.0))
+        lam = hl.clamp(src - hl.cast(f64, i0), lit64(0.0), lit64(1.0))
         first = hl.Func(name + "i")
         first[d] = i0
         k = hl.Var("k")
@@ -355,16 +356,16 @@ def _warp_algorithm(x, matrix, rows, inverse_map, dims):
     if inverse_map:
         if rows == 2:
             inv[j, i, n] = hl.select(i < 2, hl.cast(f64, matrix[j, hl.min(i, 1), n]),
-                                     hl.select(j == 2, hl.f64(1.0), hl.f64(0.0)))
+                                     hl.select(j == 2, lit64(1.0), lit64(0.0)))
         else:
             inv[j, i, n] = hl.cast(f64, matrix[j, i, n])
     elif rows == 2:
         a, b_, cc, d, e, f = m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2)
         det = a * e - b_ * d
-        s = hl.select(det != 0, 1.0 / hl.select(det != 0, det, hl.f64(1.0)), hl.f64(0.0))
+        s = hl.select(det != 0, 1.0 / hl.select(det != 0, det, lit64(1.0)), lit64(0.0))
         i00, i01, i10, i11 = e * s, -b_ * s, -d * s, a * s
         vals = [[i00, i01, -(i00 * cc + i01 * f)], [i10, i11, -(i10 * cc + i11 * f)],
-                [hl.f64(0.0), hl.f64(0.0), hl.f64(1.0)]]
+                [lit64(0.0), lit64(0.0), lit64(1.0)]]
         inv[j, i, n] = _pick(i, j, vals)
     else:
         g = [[m(r, k) for k in range(3)] for r in range(3)]
@@ -372,7 +373,7 @@ def _warp_algorithm(x, matrix, rows, inverse_map, dims):
                 - g[(r + 1) % 3][(k + 2) % 3] * g[(r + 2) % 3][(k + 1) % 3] for k in range(3)]
                for r in range(3)]
         det = g[0][0] * cof[0][0] + g[0][1] * cof[0][1] + g[0][2] * cof[0][2]
-        s = hl.select(det != 0, 1.0 / hl.select(det != 0, det, hl.f64(1.0)), hl.f64(0.0))
+        s = hl.select(det != 0, 1.0 / hl.select(det != 0, det, lit64(1.0)), lit64(0.0))
         # inverse = adjugate / det; the adjugate is the cofactor matrix transposed.
         inv[j, i, n] = _pick(i, j, [[cof[k][r] * s for k in range(3)] for r in range(3)])
     X, Y = hl.cast(f64, ow), hl.cast(f64, oh)
@@ -380,11 +381,11 @@ def _warp_algorithm(x, matrix, rows, inverse_map, dims):
     sy = inv[0, 1, n] * X + inv[1, 1, n] * Y + inv[2, 1, n]
     if rows == 3:
         wz = inv[0, 2, n] * X + inv[1, 2, n] * Y + inv[2, 2, n]
-        rz = hl.select(wz != 0, 1.0 / hl.select(wz != 0, wz, hl.f64(1.0)), hl.f64(0.0))
+        rz = hl.select(wz != 0, 1.0 / hl.select(wz != 0, wz, lit64(1.0)), lit64(0.0))
         sx, sy = sx * rz, sy * rz
     # Far-away coordinates are clamped before the integer conversion (they sample nothing).
     # Strict: the tap index and its weight must come from the same rounding of the coordinate.
-    big = hl.f64(float(1 << 30))
+    big = lit64(float(1 << 30))
     sx = hl.strict_float(hl.clamp(sx, -big, big))
     sy = hl.strict_float(hl.clamp(sy, -big, big))
     fx0, fy0 = hl.floor(sx), hl.floor(sy)

@@ -103,13 +103,31 @@ def test_every_op_on_opencl_matches_numpy(name):
 @pytest.mark.opencl
 @needs_opencl
 # exp, sin, log, erf, acos and cbrt: Halide's OpenCL C prints float64 literals through float32;
-# their float64 constants are built from bits (elementwise._f64) and must reach the device exactly.
+# their float64 constants are built from bits (pypto/ops/_consts.py) and must reach the device
+# exactly.
 @pytest.mark.parametrize("name", ["add", "softmax", "sum", "matmul", "transpose", "exp", "sin",
                                   "log", "erf", "acos", "cbrt"])
 def test_second_dtype_on_opencl_matches_numpy(name):
     op = pypto.get_op(name)
     params, dims = small_case(op)
     _run_and_check(op, op.dtypes[1], params, dims)
+
+
+#: Ops whose float64 form needs a constant float32 cannot hold (a 1/9, colour matrices, a reciprocal
+#: of a pooling window or a grid size): each was wrong on OpenCL while its constants were plain
+#: float64 literals, which Halide's OpenCL C prints through float32 (see ``pypto/ops/_consts.py``).
+FLOAT64_CONSTANT_OPS = ["box_blur", "gaussian_blur", "rgb_to_gray", "rgb_to_hsv", "rgb_to_yuv",
+                        "yuv_to_rgb", "roi_align", "affine_grid", "avg_pool2d", "avg_pool3d"]
+
+
+@pytest.mark.opencl
+@needs_opencl
+@pytest.mark.parametrize("name", FLOAT64_CONSTANT_OPS)
+def test_float64_constants_reach_opencl_exactly(name):
+    op = pypto.get_op(name)
+    dtypes = next(d for d in op.dtypes if "float64" in tuple(d))
+    params, dims = small_case(op)
+    _run_and_check(op, dtypes, params, dims)
 
 
 @pytest.mark.opencl
