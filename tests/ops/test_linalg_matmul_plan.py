@@ -30,24 +30,56 @@ def _tasks(ds, dims) -> int:
     return -(-dims["N"] // n.get("factor")) * -(-dims["M"] // m.get("factor"))
 
 
+def _template(dims, lanes, dtype="float32", **knobs):
+    from pypto.schedule.defaults import template_schedule
+
+    return template_schedule(_built(dtype), dims, lanes, knobs)
+
+
+def _acc_at(ds) -> list:
+    return [d.get("var") for d in ds if d.op == "compute_at" and d.func == "acc"]
+
+
 def test_sums_live_in_registers_when_k_fits_one_block():
     # k within one k block (512): each register block's sums stay in registers over all of k
     # (acc computed at the output's register-block loop), with no tile buffer cleared and copied
-    # out. Longer k keeps the k-blocked tile buffer (1024^3 and 2048^3 are unchanged).
+    # out. Longer k keeps the k-blocked tile buffer on 256-bit vectors (8 float32 lanes).
     for s, at in ((256, "mio"), (512, "mio"), (300, "mio"), (1024, "tile"), (2048, "tile")):
-        dims = {"M": s, "K": s, "N": s}
-        placed = [d.get("var") for d in _default(dims) if d.op == "compute_at" and d.func == "acc"]
-        assert placed == [at], (s, placed)
-    placed = [d.get("var") for d in _default({"M": 64, "K": 513, "N": 256})
-              if d.op == "compute_at" and d.func == "acc"]
-    assert placed == ["tile"], placed
+        assert _acc_at(_template({"M": s, "K": s, "N": s}, 8)) == [at], s
+    assert _acc_at(_template({"M": 64, "K": 513, "N": 256}, 8)) == ["tile"]
+
+
+def _register_block(ds) -> tuple[int, int]:
+    """(rows, vectors) of the output's register block."""
+    rows = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "mi")
+    cols = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "n")
+    vec = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "ni")
+    return rows.get("factor"), cols.get("factor") // vec.get("factor")
+
+
+def test_long_k_on_512_bit_vectors_keeps_a_6_by_4_block_in_registers():
+    # float32 on AVX-512 (16 lanes, 32 vector registers): a 6 x 4-vector block with its sums in
+    # registers over all of k beat the k-blocked tile buffer of 4 x 3 at 1024^3 and 2048^3 (see
+    # WIDE_RY). float64 there (8 lanes), 256-bit vectors and k within one block keep 4 x 3.
+    from pypto.schedule.templates.linalg import REG_VECTORS, RY, WIDE_RY, WIDE_VECTORS
+
+    ds = _template({"M": 1024, "K": 1024, "N": 1024}, 16)
+    assert _acc_at(ds) == ["mio"] and _register_block(ds) == (WIDE_RY, WIDE_VECTORS)
+    assert _register_block(_template({"M": 512, "K": 512, "N": 512}, 16)) == (RY, REG_VECTORS)
+    assert _acc_at(_template({"M": 1024, "K": 1024, "N": 1024}, 8, "float64")) == ["tile"]
+    # The tuner's points stay within the registers: 8 x 4 is cut to 6 rows on 32 registers and to
+    # 3 rows on 16.
+    assert _register_block(_template({"M": 1024, "K": 1024, "N": 1024}, 16, ry=8,
+                                     reg_vectors=4, acc="register"))[0] == 6
+    assert _register_block(_template({"M": 1024, "K": 1024, "N": 1024}, 8, ry=8,
+                                     reg_vectors=4, acc="register"))[0] == 3
 
 
 def test_small_products_are_cut_into_enough_tasks():
     # 64^3 made 3 tasks of 24 columns (2 against 1 on two threads) and 128^3 made 6; row tiles
     # are halved until there are at least MIN_TASKS, but never below MIN_TILE_ROWS rows, and
     # products that already have enough tasks keep whole row tiles.
-    from pypto.schedule.templates.linalg import MIN_TASKS, MIN_TILE_ROWS, TY
+    from pypto.schedule.templates.linalg import MIN_TASKS, MIN_TILE_ROWS, TY, _fit_matmul
 
     for dims in ({"M": 64, "K": 64, "N": 64}, {"M": 128, "K": 128, "N": 128},
                  {"M": 96, "K": 2048, "N": 100}, {"M": 256, "K": 256, "N": 256},
@@ -55,16 +87,19 @@ def test_small_products_are_cut_into_enough_tasks():
         ds = _default(dims)
         m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
         assert _tasks(ds, dims) >= MIN_TASKS or m.get("factor") < 2 * MIN_TILE_ROWS, (dims, ds)
-    for s in (256, 512, 1024):
-        dims = {"M": s, "K": s, "N": s}
-        ds = _default(dims)
-        m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
-        n = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "n")
-        whole = -(-s // n.get("factor")) * -(-s // min(s, TY))    # tasks with whole row tiles
-        if whole >= MIN_TASKS:
-            assert m.get("factor") == min(s, TY), (s, m)
-        else:     # (256^3 with 16-lane vectors: 6 column tiles of 48)
-            assert m.get("factor") < min(s, TY) and _tasks(ds, dims) >= MIN_TASKS, (s, m)
+    for lanes in (8, 16):
+        for s in (256, 512, 1024):
+            dims = {"M": s, "K": s, "N": s}
+            ds = _template(dims, lanes)
+            m = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "m")
+            n = next(d for d in ds if d.op == "split" and d.func == "out" and d.get("var") == "n")
+            ry = _fit_matmul(dims, {}, lanes, wide=lanes == 16)["ry"]
+            whole = -(-s // n.get("factor")) * -(-s // min(s, TY))    # tasks with whole row tiles
+            if whole >= MIN_TASKS:
+                # (a tile is whole register blocks: 1024 rows in 6-row blocks make tiles of 516)
+                assert min(s, TY) <= m.get("factor") < min(s, TY) + ry, (lanes, s, m)
+            else:     # (256^3 with 16-lane vectors: 6 column tiles of 48)
+                assert m.get("factor") < min(s, TY) and _tasks(ds, dims) >= MIN_TASKS, (s, m)
 
 
 SHAPES = [
@@ -77,7 +112,8 @@ SHAPES = [
 
 POINTS = [{}, {"acc": "register"}, {"acc": "tile"},
           {"acc": "register", "ty": 32, "ry": 6, "reg_vectors": 2, "ku": 1, "stage": False},
-          {"acc": "tile", "ty": 32, "kc": 64, "ry": 3}]
+          {"acc": "tile", "ty": 32, "kc": 64, "ry": 3},
+          {"acc": "register", "ry": 6, "reg_vectors": 4, "kc": 64}]
 
 
 @pytest.mark.parametrize("dims", SHAPES, ids=lambda d: "x".join(str(d[k]) for k in "MKN"))

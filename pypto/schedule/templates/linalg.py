@@ -320,22 +320,48 @@ def small_gemm_directives(lanes: int, *, n: str, m: str, b_src: str, b_is_func: 
 
 
 #: What the tuner may change in the blocked product (first value = the default above). The
-#: register block stays within 16 vector registers: ry * reg_vectors accumulators plus operands.
+#: register block stays within the vector registers: ry * reg_vectors accumulators plus operands
+#: (see :func:`_fit`).
 GEMM_KNOBS = {"ry": (RY, 2, 3, 5, 6, 8), "reg_vectors": (REG_VECTORS, 1, 2, 4),
               "ty": (TY, 32, 64, 128, 256, 1024), "kc": (KC, 64, 128, 256, 1024),
               "ku": (KU, 1, 2, 8), "stage": (True, False)}
+#: Accumulators a register block may hold: of 16 vector registers (AVX2, NEON's 128-bit
+#: halves), and of 32 (AVX-512, whose vectors are 512 bits wide).
+MAX_ACC = 14
+MAX_ACC_WIDE = 24
+#: float32 lanes of a vector that comes with 32 vector registers (AVX-512).
+WIDE_LANES = 16
 
 
-def _fit(knobs: dict) -> dict:
-    while knobs.get("ry", RY) * knobs.get("reg_vectors", REG_VECTORS) > 14 and knobs["ry"] > 1:
+def _wide(lanes: int) -> bool:
+    """Whether a product of ``lanes``-lane vectors gets the wide register block (WIDE_RY): float32
+    on AVX-512. float64 there (8 lanes) keeps the 16-register plan, which nothing measured beat:
+    1024^3, two threads, medians of 7 blocks: 4 x 3 in the tile buffer 19.5 ms, 6 x 4 in
+    registers 19.5, 5 x 4 19.1, 4 x 3 in registers 18.0 (spread 10-20%), torch 16.3."""
+    return lanes >= WIDE_LANES
+
+
+def _fit(knobs: dict, wide: bool = False) -> dict:
+    cap = MAX_ACC_WIDE if wide else MAX_ACC
+    while knobs.get("ry", RY) * knobs.get("reg_vectors", REG_VECTORS) > cap and knobs["ry"] > 1:
         knobs["ry"] -= 1
     return knobs
 
 
 #: The matrix product's knobs: as the batched products', where the sums live (``acc``) and
 #: ``"auto"`` row tiles, both resolved by :func:`_fit_matmul`.
-MATMUL_KNOBS = {**GEMM_KNOBS, "ty": ("auto",) + GEMM_KNOBS["ty"],
-                "acc": ("auto", "register", "tile")}
+MATMUL_KNOBS = {**GEMM_KNOBS, "ry": ("auto",) + GEMM_KNOBS["ry"],
+                "reg_vectors": ("auto",) + GEMM_KNOBS["reg_vectors"],
+                "ty": ("auto",) + GEMM_KNOBS["ty"], "acc": ("auto", "register", "tile")}
+#: The register block of a product on 512-bit vectors whose k spans more than one k block: WIDE_RY
+#: rows by WIDE_VECTORS vectors (24 of the 32 registers), its sums in registers over all of k.
+#: float32, median of 9 blocks of 5 calls after a pause, side by side with torch (MKL, ``out=``):
+#: 1024^3 on one thread 15.0-15.3 ms against 16.8-17.7 for 4 x 3 in a k-blocked tile buffer (4 x 3
+#: with sums in registers: 18.2), torch 14.1-14.9; two threads 7.9 against 9.9 (torch 8.7);
+#: 2048^3 on two threads 65.2 against 75.7 (torch 65.1). At 256^3 and 512^3 (k in one block) the
+#: two blocks were within the spread, so those keep 4 x 3.
+WIDE_RY = 6
+WIDE_VECTORS = 4
 #: Row tiles are halved (down to MIN_TILE_ROWS rows) while a matrix product has fewer parallel
 #: tasks than this, so that a few threads get even shares (64^3 made 3 tasks, 128^3 made 6).
 #: Not more: at 256^3 (11 tasks of 24 columns) two row tiles staged every column panel twice and
@@ -344,7 +370,7 @@ MIN_TASKS = 8
 MIN_TILE_ROWS = 32
 
 
-def _fit_matmul(dims, knobs: dict, lanes: int) -> dict:
+def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
     """The matrix product's knobs with ``"auto"`` resolved for ``dims``: sums in registers when k
     fits one k block (no tile buffer to clear, reload per k block and copy to the output, as in
     the batched products), else a k-blocked tile buffer; row tiles of TY rows, halved while
@@ -353,25 +379,33 @@ def _fit_matmul(dims, knobs: dict, lanes: int) -> dict:
     With k in one block the tile buffer was the slower: float32, one thread, CPU time, median of
     60 calls, under load: 256^3 0.783 against 0.748 ms, 512^3 4.21 against 4.07 (NumPy 0.69,
     3.60); two threads, wall time, median of 150-200 single calls, under load: 256^3 0.92-0.96
-    against 0.84-0.89 ms. At 1024^3 and beyond (k over one block) nothing changes."""
-    knobs = {"acc": "auto", "ty": "auto", **knobs}
+    against 0.84-0.89 ms. With k over one block, the tile buffer stays on 16 vector registers;
+    on 512-bit vectors (``wide``) a WIDE_RY x WIDE_VECTORS register block keeps its sums in
+    registers over all of k instead (see WIDE_RY)."""
+    knobs = {"acc": "auto", "ty": "auto", "ry": "auto", "reg_vectors": "auto", **knobs}
     M, K, N = dims["M"], dims["K"], dims["N"]
+    long_k = K > knobs.get("kc", KC)
+    wide_block = wide and long_k
     if knobs["acc"] == "auto":
-        knobs["acc"] = "register" if K <= knobs.get("kc", KC) else "tile"
+        knobs["acc"] = "register" if not long_k or wide_block else "tile"
+    if knobs["ry"] == "auto":
+        knobs["ry"] = WIDE_RY if wide_block else RY
+    if knobs["reg_vectors"] == "auto":
+        knobs["reg_vectors"] = WIDE_VECTORS if wide_block else REG_VECTORS
     if knobs["ty"] == "auto":
         knobs["ty"] = TY
-        tx = _columns(N, lanes, _fit(dict(knobs)).get("reg_vectors", REG_VECTORS))[1]
+        tx = _columns(N, lanes, _fit(dict(knobs), wide).get("reg_vectors", REG_VECTORS))[1]
         while (-(-N // tx) * -(-M // knobs["ty"]) < MIN_TASKS
                and knobs["ty"] // 2 >= MIN_TILE_ROWS):
             knobs["ty"] //= 2
-    return _fit(knobs)
+    return _fit(knobs, wide)
 
 
 @template("matmul", knobs=MATMUL_KNOBS)
 def _matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
-                           K=dims["K"], **_fit_matmul(dims, knobs, lanes))
+                           K=dims["K"], **_fit_matmul(dims, knobs, lanes, _wide(lanes)))
 
 
 #: Batched products (batch_matmul, einsum, baddbmm) also choose where the sums live (``acc``, see
