@@ -3,6 +3,11 @@
 Halide's compiler holds the GIL and JIT code ignores Python signals, so a candidate's time limit is
 enforced from here: on a deadline the worker's whole process group gets SIGKILL. A worker that dies
 (segfault, abort, out of memory) costs only the candidate it was running.
+
+The worker compiles candidates through the compile cache, as users' calls run (ahead of time, on
+PyPTO's thread pool), into a scratch cache folder of this evaluator: candidates never fill the
+user's cache, and the folder is removed when the evaluator is shut down. With the cache turned
+off (``PYPTO_CACHE_DIR=off``) users' kernels are JIT-compiled, and so are the candidates.
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ import dataclasses
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -57,12 +64,19 @@ class Evaluator:
             log_path = str(user_temp_dir() / f"worker-{os.getpid()}.log")
         self.log_path = log_path
         self.restarts = 0
+        self.scratch: str | None = None   # the workers' compile cache (see the module's doc)
 
     # -- process management -------------------------------------------------------------------
     def _start(self) -> None:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        if env.get("PYPTO_CACHE_DIR", "").strip().lower() != "off":
+            if self.scratch is None:   # kept across worker restarts, removed by shutdown()
+                from pypto.compiler.trust import user_temp_dir
+
+                self.scratch = tempfile.mkdtemp(prefix="tune-cache-", dir=user_temp_dir())
+            env["PYPTO_CACHE_DIR"] = self.scratch
         # The worker runs with the user's OpenMP wait policy (the default unless they set one):
         # its PyTorch baseline is measured with that policy and, in a child process, with the
         # other (pypto.bench.torch_policy), the better kept. Spinning threads cannot slow the
@@ -199,11 +213,18 @@ class Evaluator:
         self.close()
         self.restarts += 1
 
+    def shutdown(self) -> None:
+        """Stops the worker and removes the scratch compile cache."""
+        self.close()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        self.shutdown()
 
 
 def _result(reply: dict) -> Result:

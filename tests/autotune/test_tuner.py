@@ -182,3 +182,24 @@ def test_a_new_shape_starts_from_the_nearest_tuned_shape(tmp_path):
                                storage=f"sqlite:///{tmp_path}/study.db")
     searched = [t for t in second.trials if "baseline" not in t.user_attrs]
     assert searched[0].params == best.params
+
+
+def test_candidates_compile_ahead_of_time_into_a_scratch_cache(tmp_path, monkeypatch):
+    # Candidates run as users' calls do (ahead of time, on PyPTO's thread pool), compiled into a
+    # folder of the evaluator's own that shutdown removes: the user's cache gets none of them.
+    from pathlib import Path
+
+    user_cache = tmp_path / "cache"
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(user_cache))
+    s = Schedule("toy_scale").to_json()
+    with Evaluator(f"{TOY}:toy_scale", ("float32",), {}, {"R": 8, "C": 8}, "host") as ev:
+        assert ev.evaluate(s).ok
+        scratch = Path(ev.scratch)
+        assert list(scratch.rglob("kernel.so")), "the candidate was not compiled ahead of time"
+        assert (scratch.stat().st_mode & 0o077) == 0      # private, as the cache's trust rules ask
+    assert not scratch.exists()
+    assert not list(user_cache.rglob("kernel.so"))
+    # With the cache off, users' calls are JIT-compiled, and so are the candidates.
+    monkeypatch.setenv("PYPTO_CACHE_DIR", "off")
+    with Evaluator(f"{TOY}:toy_scale", ("float32",), {}, {"R": 8, "C": 8}, "host") as ev:
+        assert ev.evaluate(s).ok and ev.scratch is None
