@@ -250,36 +250,37 @@ _KEXP_POLY32 = [1.0, 1.0, 0.49999991059303284, 0.16666419804096222, 0.0416682027
 
 
 def kernel_exp(x):
-    """e**x within 1 ulp, but 0 where e**x is below about 2**-125.5 (float32: x < -125.5 ln2 =
-    -86.989); +inf and overflow give +inf, -inf gives 0, NaN gives NaN; float16 is computed in
-    float32; float64 is Halide's exp (subnormal results kept). Not IEEE-strict past the argument
-    reduction: the polynomial compiles to fused multiply-adds where the target has them."""
+    """e**x within 1 ulp, but 0 where e**x is below about the smallest normal number times 2**0.5
+    (float32: x < -125.5 ln2 = -86.989; float64: x < -1021.5 ln2 = -708.05); +inf and overflow
+    give +inf, -inf gives 0, NaN gives NaN; float16 is computed in float32. Not IEEE-strict past the
+    argument reduction: the polynomial compiles to fused multiply-adds where the target has them.
+    """
     t = x.type()
     if t.bits() == 16:   # Halide's is_nan misses a float16 NaN widened to float32
         wide = hl.cast(hl.Float(32), x)
         return hl.select(_is_nan(wide), x, hl.cast(t, kernel_exp(wide)))
-    if t.bits() == 64:
-        # Halide's exp (the C library's on CPUs, the device's on GPUs). A float64 form of the
-        # code below was right on CPUs (0.61 ulp), but Halide's OpenCL C writes float64
-        # constants with float32 precision (its magic 1.5 * 2**52 + 1022 lost the 1022), and
-        # softmax came out NaN there.
-        return hl.select(hl.is_nan(x), x, hl.exp(x))
-    # Clamped so that k = round(x / ln2) lies in [-126, 128]; the result is 2 e**r * 2**(k - 1),
-    # the biased exponent k + 126 in [0, 254]: a scale of 0.0 at the bottom, and at the top
-    # 2 e**r * 2**127, which overflows to inf where e**x does.
-    xc = hl.min(hl.max(x, hl.f32(-87.3)), hl.f32(89.0))
-    # Adding 1.5 * 2**23 + 126 rounds x / ln2 to an integer in the sum's low bits; the difference
-    # of the bit patterns is k, and the low bits shifted into the exponent field are 2**(k - 1).
-    # The reduction is IEEE-strict, so that k and 2**(k - 1) come from the same rounding and the
-    # simplifier does not merge the two parts of ln2 into one constant (2.7 ulps at large k);
-    # the polynomial is not.
-    magic = hl.f32(1.5 * 2.0 ** 23 + 126)
-    sum_bits = hl.reinterpret(hl.UInt(32), hl.strict_float(xc * hl.f32(1.0 / math.log(2.0))
-                                                           + magic))
-    kf = hl.cast(t, hl.reinterpret(hl.Int(32), sum_bits - hl.reinterpret(hl.UInt(32), magic)))
-    r = hl.strict_float((xc - kf * hl.f32(_LN2_HI[32])) - kf * hl.f32(_LN2_LO[32]))
-    p2 = _horner(r, [2.0 * c for c in _KEXP_POLY32])        # 2 e**r (exact doubling)
-    scale = hl.reinterpret(t, sum_bits << hl.u32(23))
+    b = t.bits()
+    # float32 (float64): clamped so that k = round(x / ln2) lies in [-126, 128] ([-1022, 1024]);
+    # the result is 2 e**r * 2**(k - 1), the biased exponent k + 126 (k + 1022) in [0, 254]
+    # ([0, 2046]): a scale of 0.0 at the bottom, and at the top 2 e**r * 2**127 (2**1023), which
+    # overflows to inf where e**x does.
+    mant, bias, lo, hi = (23, 126, -87.3, 89.0) if b == 32 else (52, 1022, -708.3, 710.0)
+    bits_t = hl.UInt(b)
+    xc = hl.min(hl.max(x, _k(x, lo)), _k(x, hi))
+    # Adding 1.5 * 2**mant + bias rounds x / ln2 to an integer in the sum's low bits; the
+    # difference of the bit patterns is k, and the low bits shifted into the exponent field are
+    # 2**(k - 1). The reduction is IEEE-strict, so that k and 2**(k - 1) come from the same
+    # rounding and the simplifier does not merge the two parts of ln2 into one constant (2.7 ulps
+    # at large k in float32, 107 in float64); the polynomial is not. The float64 constants are
+    # built exactly (``_consts``): on OpenCL, a plain float64 magic lost its bias.
+    magic = _k(x, 1.5 * 2.0 ** mant + bias)
+    sum_bits = hl.reinterpret(bits_t, hl.strict_float(xc * _k(x, 1.0 / math.log(2.0)) + magic))
+    kf = hl.cast(t, hl.reinterpret(hl.Int(b), sum_bits - hl.reinterpret(bits_t, magic)))
+    r = hl.strict_float((xc - kf * _k(x, _LN2_HI[b])) - kf * _k(x, _LN2_LO[b]))
+    # 2 e**r (exact doubling): float32's degree-6 minimax polynomial, float64's Taylor terms.
+    coeffs = _KEXP_POLY32 if b == 32 else _INV_FACT[: _EXP_DEG[64] + 1]
+    p2 = _horner(r, [2.0 * c for c in coeffs])
+    scale = hl.reinterpret(t, sum_bits << hl.cast(bits_t, mant))
     return hl.select(hl.is_nan(x), x, p2 * scale)
 
 

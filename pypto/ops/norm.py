@@ -14,8 +14,9 @@ Conventions:
   ``gamma`` and ``beta`` have shape [C] and may be None (ones and zeros).
 - ``rms_norm``: ``x / sqrt(mean(x**2) + eps) * gamma``.
 - ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` with per-channel [C] vectors.
-- The float32 exponentials (softmax, log_softmax) are ``kernel_exp``'s: within 1 ulp, and 0 where e**x is
-  below about 2**-125.5, which only an output under about 1e-38 can notice.
+- The exponentials (softmax, log_softmax) are ``kernel_exp``'s: within 1 ulp, and 0 where e**x is
+  below about 2**-125.5 (float32) or 2**-1021.5 (float64), which only an output under about 1e-38
+  (1e-307) can notice.
 - Row statistics are accumulated in float64, so long rows stay accurate in float32. ``layer_norm``
   of float32 rows takes its mean and variance from one pass (sums of ``x - x[0]`` and of its
   square, see ``_shifted_moments``); float64 rows use two passes (mean, then squared deviations).

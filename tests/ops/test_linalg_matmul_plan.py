@@ -59,13 +59,15 @@ def _register_block(ds) -> tuple[int, int]:
 
 def test_long_k_on_512_bit_vectors_keeps_a_6_by_4_block_in_registers():
     # float32 on AVX-512 (16 lanes, 32 vector registers): a 6 x 4-vector block with its sums in
-    # registers over all of k beat the k-blocked tile buffer of 4 x 3 at 1024^3 and 2048^3 (see
-    # WIDE_RY). float64 there (8 lanes), 256-bit vectors and k within one block keep 4 x 3.
+    # registers over all of k beat 4 x 3 (in the k-blocked tile buffer at 1024^3 and 2048^3, in
+    # registers at 256^3 and 512^3; see WIDE_RY). float64 there (8 lanes) and 256-bit vectors keep
+    # 4 x 3.
     from pypto.schedule.templates.linalg import REG_VECTORS, RY, WIDE_RY, WIDE_VECTORS
 
-    ds = _template({"M": 1024, "K": 1024, "N": 1024}, 16)
-    assert _acc_at(ds) == ["mio"] and _register_block(ds) == (WIDE_RY, WIDE_VECTORS)
-    assert _register_block(_template({"M": 512, "K": 512, "N": 512}, 16)) == (RY, REG_VECTORS)
+    for s in (256, 512, 1024):
+        ds = _template({"M": s, "K": s, "N": s}, 16)
+        assert _acc_at(ds) == ["mio"] and _register_block(ds) == (WIDE_RY, WIDE_VECTORS), s
+    assert _register_block(_template({"M": 512, "K": 512, "N": 512}, 8)) == (RY, REG_VECTORS)
     assert _acc_at(_template({"M": 1024, "K": 1024, "N": 1024}, 8, "float64")) == ["tile"]
     # The tuner's points stay within the registers: 8 x 4 is cut to 6 rows on 32 registers and to
     # 3 rows on 16.

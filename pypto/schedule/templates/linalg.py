@@ -353,13 +353,13 @@ def _fit(knobs: dict, wide: bool = False) -> dict:
 MATMUL_KNOBS = {**GEMM_KNOBS, "ry": ("auto",) + GEMM_KNOBS["ry"],
                 "reg_vectors": ("auto",) + GEMM_KNOBS["reg_vectors"],
                 "ty": ("auto",) + GEMM_KNOBS["ty"], "acc": ("auto", "register", "tile")}
-#: The register block of a product on 512-bit vectors whose k spans more than one k block: WIDE_RY
-#: rows by WIDE_VECTORS vectors (24 of the 32 registers), its sums in registers over all of k.
-#: float32, median of 9 blocks of 5 calls after a pause, side by side with torch (MKL, ``out=``):
-#: 1024^3 on one thread 15.0-15.3 ms against 16.8-17.7 for 4 x 3 in a k-blocked tile buffer (4 x 3
-#: with sums in registers: 18.2), torch 14.1-14.9; two threads 7.9 against 9.9 (torch 8.7);
-#: 2048^3 on two threads 65.2 against 75.7 (torch 65.1). At 256^3 and 512^3 (k in one block) the
-#: two blocks were within the spread, so those keep 4 x 3.
+#: The register block of a float32 product on 512-bit vectors: WIDE_RY rows by WIDE_VECTORS vectors
+#: (24 of the 32 registers), its sums in registers over all of k. Kernels compiled as calls run
+#: them (ahead of time, PyPTO's thread pool), two threads, median of 7-9 blocks of 5 calls after a
+#: pause, side by side with torch (MKL, ``out=``): 1024^3 7.36 ms against 8.85 for 4 x 3 in a
+#: k-blocked tile buffer (torch 7.12); 2048^3 61.0 against 68.6 (torch 63.6); 512^3 1.28 against
+#: 1.38 for 4 x 3 in registers (torch 1.24); 256^3 0.29 against 0.35. The tuner, timing the
+#: same way, had found 6 x 4 at 256^3 too (0.177 ms against the 4 x 3 default's 0.275).
 WIDE_RY = 6
 WIDE_VECTORS = 4
 #: Row tiles are halved (down to MIN_TILE_ROWS rows) while a matrix product has fewer parallel
@@ -379,19 +379,17 @@ def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
     With k in one block the tile buffer was the slower: float32, one thread, CPU time, median of
     60 calls, under load: 256^3 0.783 against 0.748 ms, 512^3 4.21 against 4.07 (NumPy 0.69,
     3.60); two threads, wall time, median of 150-200 single calls, under load: 256^3 0.92-0.96
-    against 0.84-0.89 ms. With k over one block, the tile buffer stays on 16 vector registers;
-    on 512-bit vectors (``wide``) a WIDE_RY x WIDE_VECTORS register block keeps its sums in
-    registers over all of k instead (see WIDE_RY)."""
+    against 0.84-0.89 ms. With k over one block, the tile buffer stays on 16 vector registers.
+    float32 on 512-bit vectors (``wide``) takes a WIDE_RY x WIDE_VECTORS register block with its
+    sums in registers over all of k, at any k (see WIDE_RY)."""
     knobs = {"acc": "auto", "ty": "auto", "ry": "auto", "reg_vectors": "auto", **knobs}
     M, K, N = dims["M"], dims["K"], dims["N"]
-    long_k = K > knobs.get("kc", KC)
-    wide_block = wide and long_k
     if knobs["acc"] == "auto":
-        knobs["acc"] = "register" if not long_k or wide_block else "tile"
+        knobs["acc"] = "register" if K <= knobs.get("kc", KC) or wide else "tile"
     if knobs["ry"] == "auto":
-        knobs["ry"] = WIDE_RY if wide_block else RY
+        knobs["ry"] = WIDE_RY if wide else RY
     if knobs["reg_vectors"] == "auto":
-        knobs["reg_vectors"] = WIDE_VECTORS if wide_block else REG_VECTORS
+        knobs["reg_vectors"] = WIDE_VECTORS if wide else REG_VECTORS
     if knobs["ty"] == "auto":
         knobs["ty"] = TY
         tx = _columns(N, lanes, _fit(dict(knobs), wide).get("reg_vectors", REG_VECTORS))[1]
