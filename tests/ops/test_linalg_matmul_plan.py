@@ -75,6 +75,16 @@ def test_long_k_on_512_bit_vectors_keeps_a_6_by_4_block_in_registers():
                                      reg_vectors=4, acc="register"))[0] == 6
     assert _register_block(_template({"M": 1024, "K": 1024, "N": 1024}, 8, ry=8,
                                      reg_vectors=4, acc="register"))[0] == 3
+    # The batched products' tuner points too (their default keeps 4 x 3 or 4 x 2).
+    import pypto
+    from pypto.compiler.lower import build
+    from pypto.schedule.defaults import template_schedule
+
+    bm = {"B": 8, "M": 256, "K": 256, "N": 256}
+    for lanes, rows in ((16, 6), (8, 3)):
+        built = build(pypto.get_op("batch_matmul"), ("float32", "float32"), {})
+        ds = template_schedule(built, bm, lanes, {"ry": 8, "reg_vectors": 4})
+        assert _register_block(ds)[0] == rows, lanes
 
 
 def test_small_products_are_cut_into_enough_tasks():

@@ -435,7 +435,7 @@ def _block_vectors(N: int, lanes: int) -> int:
     return 2 if computed(2) <= (1 - NARROW_SAVING) * computed(REG_VECTORS) else REG_VECTORS
 
 
-def _fit_batched(dims, knobs: dict, b_bytes: int, lanes: int) -> dict:
+def _fit_batched(dims, knobs: dict, b_bytes: int, lanes: int, wide: bool = False) -> dict:
     """The batched template's knobs with ``"auto"`` resolved for ``dims``: register blocks of
     three vectors unless two waste much less; sums in registers when k fits one k block; then
     one task per batch entry and row tile (``"rows"``) when a batch entry's ``b`` is small
@@ -457,7 +457,7 @@ def _fit_batched(dims, knobs: dict, b_bytes: int, lanes: int) -> dict:
                 knobs["task"] = "rows"
     if knobs["ty"] == "auto":
         knobs["ty"] = ty if knobs["task"] == "rows" else TY
-    return _fit(knobs)
+    return _fit(knobs, wide)
 
 
 def _b_bytes(built) -> int:
@@ -469,7 +469,7 @@ def _batch_matmul(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"],
-                           **_fit_batched(dims, knobs, _b_bytes(built), lanes))
+                           **_fit_batched(dims, knobs, _b_bytes(built), lanes, _wide(lanes)))
 
 
 #: linear's knobs: the matrix product's but ``stage`` (its weight is always staged per tile, as
