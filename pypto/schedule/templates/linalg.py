@@ -336,8 +336,9 @@ WIDE_LANES = 16
 def _wide(lanes: int) -> bool:
     """Whether a product of ``lanes``-lane vectors gets the wide register block (WIDE_RY): float32
     on AVX-512. float64 there (8 lanes) keeps the 16-register plan, which nothing measured beat:
-    1024^3, two threads, medians of 7 blocks: 4 x 3 in the tile buffer 19.5 ms, 6 x 4 in
-    registers 19.5, 5 x 4 19.1, 4 x 3 in registers 18.0 (spread 10-20%), torch 16.3."""
+    1024^3, two threads, medians of 7 blocks, JIT-compiled kernels: 4 x 3 in the tile buffer
+    19.5 ms, 6 x 4 in registers 19.5, 5 x 4 19.1, 4 x 3 in registers 18.0 (spread 10-20%), torch
+    16.3."""
     return lanes >= WIDE_LANES
 
 
@@ -379,7 +380,7 @@ def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
     With k in one block the tile buffer was the slower: float32, one thread, CPU time, median of
     60 calls, under load: 256^3 0.783 against 0.748 ms, 512^3 4.21 against 4.07 (NumPy 0.69,
     3.60); two threads, wall time, median of 150-200 single calls, under load: 256^3 0.92-0.96
-    against 0.84-0.89 ms. With k over one block, the tile buffer stays on 16 vector registers.
+    against 0.84-0.89 ms. With k over one block, 16-register targets keep the tile buffer.
     float32 on 512-bit vectors (``wide``) takes a WIDE_RY x WIDE_VECTORS register block with its
     sums in registers over all of k, at any k (see WIDE_RY)."""
     knobs = {"acc": "auto", "ty": "auto", "ry": "auto", "reg_vectors": "auto", **knobs}
