@@ -63,10 +63,6 @@ def _three(dims, params, name):
         raise ShapeError(f"{name}: the colour axis must have size 3, got {dims['C']}")
 
 
-def _k(t, v):
-    return lit(t, float(v))
-
-
 def _channels(x, n, b, t):
     return tuple(_expr(x[n, i, b]) for i in range(3))
 
@@ -127,7 +123,7 @@ def rgb_to_gray(x, *, dims):
     r, g, bl = _channels(x, n, b, t)
     out = hl.Func("out")
     if t.is_float():
-        out[n, co, b] = _k(t, KR) * r + _k(t, KG) * g + _k(t, KB) * bl
+        out[n, co, b] = lit(t, KR) * r + lit(t, KG) * g + lit(t, KB) * bl
     else:
         i32 = hl.Int(32)
         s = hl.cast(i32, r) * 299 + hl.cast(i32, g) * 587 + hl.cast(i32, bl) * 114 + 500
@@ -176,14 +172,14 @@ def rgb_to_hsv(x, *, dims):
     n, c, b = hl.Var("n"), hl.Var("c"), hl.Var("b")
     t = x.type()
     r, g, bl = _channels(x, n, b, t)
-    zero, one = _k(t, 0), _k(t, 1)
+    zero, one = lit(t, 0), lit(t, 1)
     v = hl.max(hl.max(r, g), bl)
     delta = v - hl.min(hl.min(r, g), bl)
     gray = delta <= zero
     safe = hl.select(gray, one, delta)
     h = hl.select(r == v, (g - bl) / safe,
-                  g == v, _k(t, 2) + (bl - r) / safe,
-                  _k(t, 4) + (r - g) / safe) * _k(t, 1.0 / 6.0)
+                  g == v, lit(t, 2) + (bl - r) / safe,
+                  lit(t, 4) + (r - g) / safe) * lit(t, 1.0 / 6.0)
     h = hl.select(gray, zero, hl.select(h < zero, h + one, h))
     h = hl.select(h >= one, h - one, h)     # a tiny negative sector offset rounds up to 1
     s = hl.select(gray, zero, delta / hl.select(gray, one, v))
@@ -235,9 +231,9 @@ def hsv_to_rgb(x, *, dims):
     n, c, b = hl.Var("n"), hl.Var("c"), hl.Var("b")
     t = x.type()
     h, s, v = _channels(x, n, b, t)
-    one = _k(t, 1)
+    one = lit(t, 1)
     hw = h - hl.floor(h)                      # the hue wrapped into [0, 1)
-    h6 = hw * _k(t, 6)
+    h6 = hw * lit(t, 6)
     sec = hl.floor(h6)
     f = h6 - sec
     k = hl.cast(hl.Int(32), sec) % 6
@@ -293,9 +289,9 @@ def rgb_to_yuv(x, *, dims):
     n, c, b = hl.Var("n"), hl.Var("c"), hl.Var("b")
     t = x.type()
     r, g, bl = _channels(x, n, b, t)
-    y = _k(t, KR) * r + _k(t, KG) * g + _k(t, KB) * bl
-    u = _k(t, UMAX / (1 - KB)) * (bl - y)
-    v = _k(t, VMAX / (1 - KR)) * (r - y)
+    y = lit(t, KR) * r + lit(t, KG) * g + lit(t, KB) * bl
+    u = lit(t, UMAX / (1 - KB)) * (bl - y)
+    v = lit(t, VMAX / (1 - KR)) * (r - y)
     out = hl.Func("out")
     out[n, c, b] = _pick3(c, y, u, v)
     return out
@@ -311,10 +307,10 @@ def yuv_to_rgb(x, *, dims):
     n, c, b = hl.Var("n"), hl.Var("c"), hl.Var("b")
     t = x.type()
     y, u, v = _channels(x, n, b, t)
-    r = y + _k(t, (1 - KR) / VMAX) * v
-    bl = y + _k(t, (1 - KB) / UMAX) * u
-    g = y - _k(t, KR / KG) * (v * _k(t, (1 - KR) / VMAX)) - _k(t, KB / KG) * (
-        u * _k(t, (1 - KB) / UMAX))
+    r = y + lit(t, (1 - KR) / VMAX) * v
+    bl = y + lit(t, (1 - KB) / UMAX) * u
+    g = y - lit(t, KR / KG) * (v * lit(t, (1 - KR) / VMAX)) - lit(t, KB / KG) * (
+        u * lit(t, (1 - KB) / UMAX))
     out = hl.Func("out")
     out[n, c, b] = _pick3(c, r, g, bl)
     return out

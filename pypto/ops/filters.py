@@ -31,7 +31,7 @@ from ..errors import ParamError
 from ._consts import lit
 from ._op import Param, op
 from .elementwise import _exp, _is_nan
-from .image import _clamped, _const, _edge_pad, _taps, _to_bhw
+from .image import _clamped, _edge_pad, _taps, _to_bhw
 
 _FLOATS = ["float32", "float64"]
 _EXAMPLE = {"B": 2, "H": 64, "W": 100}
@@ -256,12 +256,12 @@ def bilateral_filter(x, *, radius, sigma_color, sigma_space, dims):
     t = x.type()
     c = _clamped(x, dims)
     center = hl.Expr(c[w, h, b])
-    kc = _const(t, -0.5 / (sigma_color * sigma_color))
+    kc = lit(t, -0.5 / (sigma_color * sigma_color))
     num, den = [], []
     for i, j in _disc(radius):
         v = hl.Expr(c[w + j, h + i, b])
         diff = v - center
-        e = _const(t, -(i * i + j * j) / (2.0 * sigma_space * sigma_space)) + kc * diff * diff
+        e = lit(t, -(i * i + j * j) / (2.0 * sigma_space * sigma_space)) + kc * diff * diff
         wt = _exp(e)
         num.append(wt * v)
         den.append(wt)

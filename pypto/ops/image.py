@@ -45,11 +45,6 @@ def _clamped(x, dims, name: str = "clamped"):
     return f
 
 
-def _const(t, value: float):
-    """A float constant of Halide type ``t``, rounded once from the Python (double) value."""
-    return lit(t, float(value))
-
-
 def _edge_pad(x: np.ndarray, r: int) -> np.ndarray:
     """NumPy: pad the last two axes by ``r`` replicated pixels."""
     pad = [(0, 0)] * (x.ndim - 2) + [(r, r), (r, r)]
@@ -205,7 +200,7 @@ def gaussian_blur(x, *, sigma, radius, dims):
     w, h, b = hl.Var("w"), hl.Var("h"), hl.Var("b")
     r = _gauss_radius(sigma, radius)
     t = x.type()
-    wt = [_const(t, v) for v in _gauss_weights(sigma, r)]
+    wt = [lit(t, v) for v in _gauss_weights(sigma, r)]
     c = _clamped(x, dims)
     hblur = hl.Func("hblur")
     hblur[w, h, b] = _taps([wt[i + r] * c[w + i, h, b] for i in range(-r, r + 1)])
@@ -519,7 +514,7 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     g = sampling_ratio
     zero, one = hl.cast(t, 0), hl.cast(t, 1)
     off = hl.cast(t, 0.5 if aligned else 0.0)
-    scale = _const(t, spatial_scale)
+    scale = lit(t, spatial_scale)
     n = hl.clamp(hl.cast(hl.Int(32), boxes[0, k]), 0, dims.N - 1)
     x1 = boxes[1, k] * scale - off
     y1 = boxes[2, k] * scale - off

@@ -57,7 +57,7 @@ def _register_block(ds) -> tuple[int, int]:
     return rows.get("factor"), cols.get("factor") // vec.get("factor")
 
 
-def test_long_k_on_512_bit_vectors_keeps_a_6_by_4_block_in_registers():
+def test_float32_on_512_bit_vectors_keeps_a_6_by_4_block_in_registers():
     # float32 on AVX-512 (16 lanes, 32 vector registers): a 6 x 4-vector block with its sums in
     # registers over all of k beat 4 x 3 (in the k-blocked tile buffer at 1024^3 and 2048^3, in
     # registers at 256^3 and 512^3; see WIDE_RY). float64 there (8 lanes) and 256-bit vectors keep
