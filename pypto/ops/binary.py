@@ -142,12 +142,12 @@ def _pow32(x, y):
     f = hl.select(high, m * lit64(0.5), m) - lit64(1.0)
     s = _ew._let("pow_s", f / (f + lit64(2.0)))                 # log(1 + f) = 2 atanh(s)
     inv_ln2 = 1.0 / math.log(2.0)
-    lg = s * _ew._horner(s * s, [2.0 * inv_ln2 / (2 * i + 1) for i in range(_POW32_LOG_TERMS)])
+    lg = s * _ew._poly("pow_log", s * s, [2.0 * inv_ln2 / (2 * i + 1) for i in range(_POW32_LOG_TERMS)])
     log2x = hl.cast(f64, e + hl.select(high, 1, 0)) + lg
     t = _ew._let("pow_t", _ew._clamp(hl.cast(f64, y) * log2x, -160.0, 160.0))
     k = hl.floor(t + lit64(0.5))
     ln2 = math.log(2.0)
-    p = _ew._horner(t - k, [ln2 ** i / math.factorial(i) for i in range(_POW32_EXP_DEG + 1)])
+    p = _ew._poly("pow_exp", t - k, [ln2 ** i / math.factorial(i) for i in range(_POW32_EXP_DEG + 1)])
     mag = hl.cast(hl.Float(32), p * _ew._pow2(hl.cast(hl.Int(32), k), p))
     return _pow_specials(x, y, mag)
 

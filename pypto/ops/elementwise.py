@@ -289,7 +289,7 @@ def _expm1(x):
     x = _let("expm1_arg", x)
     # Below the cut, Taylor terms to degree `deg` are exact to well under an ulp of the result.
     cut, deg = (0.5, 9) if b == 32 else (0.35, 14)
-    small = x * _horner(x, _INV_FACT[1: deg + 1])
+    small = x * _poly("expm1_poly", x, _INV_FACT[1: deg + 1])
     return hl.select(hl.abs(x) < _k(x, cut), small, _exp(x) - _k(x, 1.0))
 
 
@@ -312,7 +312,7 @@ def _log_core(x):
     e = e + hl.select(big, 1, 0)
     s = _let("log_s", f / (f + _k(x, 2.0)))              # log(1 + f) = 2 atanh(s)
     coeffs = [2.0 / (2 * i + 1) for i in range(_LOG_DEG[b] + 1)]
-    lg = s * _horner(s * s, coeffs)
+    lg = s * _poly("log_poly", s * s, coeffs)
     ef = hl.cast(x.type(), e)
     return ef * _k(x, _LN2_HI[b]) + (ef * _k(x, _LN2_LO[b]) + lg)
 
@@ -520,8 +520,8 @@ def _sincos32(x, want_cos: bool):
     f = (bsum - k) + m * g_lo[idx]
     r = _let("sincos_r", hl.cast(hl.Float(32), f * lit64(math.pi / 2)))
     z = _let("sincos_z", r * r)
-    s = r * _horner(z, _SIN_TAYLOR)
-    c = _horner(z, _COS_TAYLOR)
+    s = r * _poly("sin_poly", z, _SIN_TAYLOR)
+    c = _poly("cos_poly", z, _COS_TAYLOR)
     quad = hl.cast(hl.Int(32), k) + (1 if want_cos else 0)
     odd = (quad & 1) == 1
     neg = (quad & 2) == 2
