@@ -119,8 +119,12 @@ def _pow_specials(x, y, mag):
 
 #: Terms of 2 atanh(s) / (s ln 2) in s**2 (|s| <= 0.1716): relative error below 2**-39.
 _POW32_LOG_TERMS = 7
-#: Taylor degree of 2**r on |r| <= 1/2: error below 2**-37.
-_POW32_EXP_DEG = 9
+#: 2**r on |r| <= 1/2, degree 8, fitted for relative error (iteratively reweighted least squares
+#: on 4000 Chebyshev points against mpmath): 7.7e-13 (2**-40.2) on a 2000-point check grid. The
+#: degree-9 Taylor series it replaces was within 2**-37.
+_POW32_EXP2 = (0.9999999999997622, 0.6931471805465135, 0.2402265069888079, 0.055504109393421874,
+               0.009618128542817777, 0.0013333452061971502, 0.00015403851776128744,
+               1.5309737464346855e-05, 1.3175852412671254e-06)
 
 
 def _pow32(x, y):
@@ -128,26 +132,31 @@ def _pow32(x, y):
 
     float64 leaves room for short polynomials: log2 to a relative 2**-39, so that y log2|x|
     (|y log2|x|| <= 160 where the result is finite and nonzero) is within 2**-31 and the
-    float64 power within 2**-31 relative, far below float32's half ulp (2**-24). Every float32
-    (subnormals too) is a normal float64, and 2**k for the k met here is one normal float64.
+    float64 power within 2**-31 relative, far below float32's half ulp (2**-24). 2**k for the k
+    met here is one normal float64.
+
+    |x| is split into exponent and mantissa in float32, 16 lanes at a time (subnormals scaled
+    by 2**24 first), and ``f = m - 1`` (or ``m / 2 - 1``) is exact there; only then does the
+    work move to float64, whose vectors hold half as many lanes. The clamp of y log2|x| is a
+    min/max: where it is NaN (x or y NaN) the special cases below decide the result anyway.
     """
     x = _ew._let("pow_base", x)
     y = _ew._let("pow_exponent", y)
     f64 = hl.Float(64)
-    ax = hl.cast(f64, hl.abs(x))
-    bits = hl.reinterpret(hl.Int(64), ax)
-    e = hl.cast(hl.Int(32), bits >> 52) - 1023
-    m = hl.reinterpret(f64, (bits & ((1 << 52) - 1)) | (1023 << 52))   # ax = 2**e * m, m in [1, 2)
-    high = m > lit64(math.sqrt(2.0))
-    f = hl.select(high, m * lit64(0.5), m) - lit64(1.0)
+    ax = hl.abs(x)
+    tiny = ax < hl.f32(2.0 ** -126)
+    bits = hl.reinterpret(hl.UInt(32), hl.select(tiny, ax * hl.f32(2.0 ** 24), ax))
+    e = hl.cast(hl.Int(32), bits >> 23) - hl.select(tiny, 127 + 24, 127)
+    m = hl.reinterpret(hl.Float(32), (bits & 0x7FFFFF) | 0x3F800000)   # |x| = 2**e * m, m in [1, 2)
+    high = m > hl.f32(math.sqrt(2.0))        # the same split as at sqrt(2) itself: m is a float32
+    f = hl.cast(f64, hl.select(high, m * hl.f32(0.5), m) - hl.f32(1.0))
     s = _ew._let("pow_s", f / (f + lit64(2.0)))                 # log(1 + f) = 2 atanh(s)
     inv_ln2 = 1.0 / math.log(2.0)
     lg = s * _ew._poly("pow_log", s * s, [2.0 * inv_ln2 / (2 * i + 1) for i in range(_POW32_LOG_TERMS)])
     log2x = hl.cast(f64, e + hl.select(high, 1, 0)) + lg
-    t = _ew._let("pow_t", _ew._clamp(hl.cast(f64, y) * log2x, -160.0, 160.0))
+    t = _ew._let("pow_t", hl.min(hl.max(hl.cast(f64, y) * log2x, lit64(-160.0)), lit64(160.0)))
     k = hl.floor(t + lit64(0.5))
-    ln2 = math.log(2.0)
-    p = _ew._poly("pow_exp", t - k, [ln2 ** i / math.factorial(i) for i in range(_POW32_EXP_DEG + 1)])
+    p = _ew._poly("pow_exp", t - k, list(_POW32_EXP2))
     mag = hl.cast(hl.Float(32), p * _ew._pow2(hl.cast(hl.Int(32), k), p))
     return _pow_specials(x, y, mag)
 
