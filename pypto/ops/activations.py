@@ -109,10 +109,19 @@ def _logit(x, eps=None):
         x = _ew._clamp(x, eps, 1.0 - eps)
     x = _let("logit_arg", x)
     one = _k(x, 1.0)
-    d = _let("logit_d", one - x)
-    low = _ew._log(x / d)
-    mid = _ew._log1p((x + x - one) / d)          # 2x - 1 is exact here: no cancellation
-    return _nan_through(x, hl.select(x < _k(x, 0.25), low, mid))
+    low = x < _k(x, 0.25)
+    # log(x / (1 - x)) below 1/4, log1p((2x - 1) / (1 - x)) above (2x - 1 is exact there: no
+    # cancellation), both through one log: log1p(r) is log(u) r / (u - 1) with u = 1 + r (the
+    # factor cancels the rounding of 1 + r, as _ew._log1p does). Two logs per element, one per
+    # branch, cost twice the time.
+    r = _let("logit_r", hl.select(low, x, x + x - one) / (one - x))
+    u = _let("logit_u", hl.select(low, r, one + r))
+    d = u - one
+    exact = low | (d == _k(x, 0.0))
+    res = _ew._log(u) * hl.select(exact, one, r / d)
+    res = hl.select(low | (d != _k(x, 0.0)), res, r)       # u == 1: log1p(r) = r
+    res = hl.select(_ew._is_inf(r) & (r > _k(x, 0.0)), r, res)   # x == 1
+    return _nan_through(x, res)
 
 
 def _tanh_series(n_terms: int) -> list[float]:
