@@ -117,9 +117,8 @@ def _logit(x, eps=None):
     r = _let("logit_r", hl.select(low, x, x + x - one) / (one - x))
     u = _let("logit_u", hl.select(low, r, one + r))
     d = u - one
-    exact = low | (d == _k(x, 0.0))
-    res = _ew._log(u) * hl.select(exact, one, r / d)
-    res = hl.select(low | (d != _k(x, 0.0)), res, r)       # u == 1: log1p(r) = r
+    res = _ew._log(u) * hl.select(low, one, r / d)
+    res = hl.select(low | (d != _k(x, 0.0)), res, r)       # u == 1 (above 1/4): log1p(r) = r
     res = hl.select(_ew._is_inf(r) & (r > _k(x, 0.0)), r, res)   # x == 1
     return _nan_through(x, res)
 

@@ -99,6 +99,17 @@ def test_unary_float16_rounds_the_float32_result_once():
                                    rtol=1e-3, atol=0, err_msg=name)
 
 
+def test_cbrt_float32_subnormals_and_extremes():
+    # float32 cbrt scales subnormal |x| by 2**24 before its bit-level guess (the root by 2**-8
+    # after); the guess of a subnormal's bits alone is far off and the Newton steps diverge.
+    x = np.concatenate([10.0 ** RNG.uniform(-45.8, -37.9, 4000) * RNG.choice([-1.0, 1.0], 4000),
+                        [1.4e-45, -1.4e-45, 1.1754942e-38, 1.1754944e-38, 3.4028235e38,
+                         -3.4028235e38]]).astype(np.float32)
+    x = x[x != 0]
+    err = _ulps(P.cbrt(x), np.cbrt(x.astype(np.float64)), "float32")
+    assert err.size == x.size and err.max() <= 0.51, err.max()
+
+
 def test_exact_points():
     np.testing.assert_array_equal(P.log2(np.float32([1, 2, 1024, 0.125, 2.0 ** -140])),
                                   [0, 1, 10, -3, -140])
