@@ -464,10 +464,10 @@ def _convt_frontend(nsp, name):
 
 def _phase_taps(nsp: int, dil: int) -> bool:
     """True when a strided axis of a transposed convolution loops over its phase's taps only
-    (2-D, no dilation along the axis): a phase's taps are then every s-th, a dense sub-kernel,
-    and each phase is a plain convolution of the input (the default schedule blocks it in
-    registers as conv2d's)."""
-    return nsp == 2 and dil == 1
+    (1-D or 2-D, no dilation along the axis): a phase's taps are then every s-th, a dense
+    sub-kernel, and each phase is a plain convolution of the input (the default schedule blocks
+    it in registers as conv1d's and conv2d's)."""
+    return nsp in (1, 2) and dil == 1
 
 
 def _convt_algorithm(x, w, bias, p, nsp, dims):

@@ -103,6 +103,8 @@ CONV1D = [
     (2, 8, 127, 8, 3, 3, 0, 4, 8),
     (1, 2, 5, 3, 5, 1, 0, 1, 1),
     (1, 16, 64, 32, 3, 1, "same", 1, 1),
+    (3, 40, 700, 24, 3, 1, 1, 1, 1),       # tasks of position chunks, a guarded last chunk
+    (1, 8, 2050, 13, 7, 2, 3, 1, 1),       # seven taps unrolled, stride 2, one sample
 ]
 
 

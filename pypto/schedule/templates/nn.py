@@ -59,18 +59,22 @@ def register_budget(built, lanes: int) -> tuple[int, int, int]:
 
 
 def _conv_tile(ow: int, oh: int, o: int, vec: int,
-               budget: tuple[int, ...] = (REGISTERS, MAX_ACC)) -> tuple[int, int, int]:
+               budget: tuple[int, ...] = (REGISTERS, MAX_ACC),
+               wide_first: bool = False) -> tuple[int, int, int]:
     """Chooses (vectors along columns, rows, output channels) per tile, by a small cost model.
 
     A tap step of a tile costs about max(FMAs / 2, loads / 1.5) cycles plus one of loop overhead
     (two FMA pipes; loads, which include the weight broadcasts, issue less freely), where the loads
     are the input vectors (one per column vector and row) and the weight broadcasts (one per output
-    channel). Work outside the output (tiles overlapping at the edges) is counted.
+    channel). Work outside the output (tiles overlapping at the edges) is counted. Ties go to
+    fewer column vectors, or with ``wide_first`` to more (fewer weight broadcasts per step).
     """
     registers, max_acc = budget[:2]
     best, best_cost = (1, 1, 1), math.inf
-    for nv in range(1, 9):
+    for nv in (range(8, 0, -1) if wide_first else range(1, 9)):
         if vec * nv > ow:
+            if wide_first:
+                continue
             break
         for rb in range(1, 5):
             if rb > oh:
