@@ -14,6 +14,8 @@ group_norm, instance_norm, adaptive_avg_pool2d and global_avg_pool2d (resampling
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import halide as hl
 import numpy as np
 
@@ -23,6 +25,7 @@ from ._consts import lit64
 from ._op import Param, op
 from .layout import _int
 from .nn import _pair
+from .reduce import _float_sum
 
 _FLOATS = ["float32", "float64"]
 _EPS = Param("eps", float, 1e-5, low=0.0, doc="added to the variance")
@@ -216,12 +219,11 @@ def _gap_frontend(x):
     kernel_reference=lambda x: x.astype(np.float64).mean(axis=1).astype(x.dtype),
     frontend=_gap_frontend, example={"P": 64, "S": 196})
 def global_avg_pool2d(x, *, dims):
-    """Mean of each row of [P, S] (the planes flattened), summed in float64."""
+    """Mean of each row of [P, S] (the planes flattened), summed as ``mean`` sums a row (float32
+    in groups of eight, accumulated in float64; float64 as it is), so the row reductions'
+    schedule applies (templates/reduce.py)."""
+    acc, rest = _float_sum("acc", lambda k, oo: x[k, oo], SimpleNamespace(R=dims.S), x.type())
     p = hl.Var("p")
-    s = hl.RDom([hl.Range(0, dims.S)], "s")
-    acc = hl.Func("acc")
-    acc[p] = lit64(0)
-    acc[p] += hl.cast(hl.Float(64), x[s, p])
     out = hl.Func("out")
-    out[p] = hl.cast(x.type(), acc[p] / hl.cast(hl.Float(64), dims.S))
+    out[p] = hl.cast(x.type(), (acc[p] + rest(p)) / hl.cast(hl.Float(64), dims.S))
     return out

@@ -273,3 +273,27 @@ def test_float32_sum_of_one_long_row_in_chunks_is_accurate():
         y = x.copy()
         y[n - 1] = np.nan
         assert P.nansum(y) == np.float32(np.sum(y[:-1].astype(np.float64)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_global_avg_pool_sums_planes_as_mean_sums_rows(dtype):
+    """global_avg_pool2d sums each flattened plane as ``mean`` sums a row, with the row
+    reductions' schedule (the planes as rows): 7 x 7 to 56 x 56 planes, planes of 14 x 14 (24
+    steps of eight, lane partials eight steps wide) and 16 x 16 (sixteen wide), few and many
+    planes. Small integers exactly against NumPy; uniform values within float32's group-sum
+    bound of the float64 mean."""
+    rng = np.random.default_rng(13)
+    for n, c, h, w in [(1, 3, 7, 7), (2, 64, 14, 14), (1, 40, 16, 16), (8, 512, 7, 7),
+                       (1, 2, 56, 56), (3, 5, 1, 13), (2, 1, 255, 1)]:
+        x = rng.integers(-8, 9, (n, c, h, w)).astype(dtype)
+        x[0, 0, -1, -1] = 1000.0
+        want = x.astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(dtype)
+        got = P.global_avg_pool2d(x)
+        assert got.shape == (n, c, 1, 1) and got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, want, err_msg=str((n, c, h, w)))
+        y = rng.uniform(-1, 1, (n, c, h, w)).astype(dtype)
+        exact = y.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+        eps = 2.0**-24 if dtype == "float32" else 2.0**-53
+        bound = eps * (np.abs(exact) + 3 * np.abs(y).astype(np.float64).mean(axis=(2, 3),
+                                                                              keepdims=True))
+        assert np.all(np.abs(P.global_avg_pool2d(y) - exact) <= bound), (n, c, h, w)
