@@ -29,7 +29,10 @@ def _lstm_steps(xs, h, c, w_ih, w_hh, b_ih, b_hh, mask):
     hid = h.shape[-1]
     gx = ops.linear(xs.reshape(steps * batch, n_in), w_ih, b_ih + b_hh)
     gx = gx.reshape(steps, batch, 4 * hid)
-    w_t = w_hh.T                                   # one view, read by every step
+    # The recurrent weight transposed once into a dense array that every step's product reads
+    # as it is (a transposed view was re-staged by each step; [32, 64, 512] forward, in one
+    # process: 62 -> 58 ms, torch.nn.LSTM 41).
+    w_t = ops.transpose(w_hh)
     outs = []
     for t in range(steps):
         gates = gx[t] + ops.matmul(h, w_t)

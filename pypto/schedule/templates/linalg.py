@@ -482,12 +482,15 @@ LINEAR_KNOBS = {k: v for k, v in MATMUL_KNOBS.items() if k != "stage"}
 def _linear(built, dims, lanes, **knobs):
     """As the matrix product (sums in registers when k fits one block, row tiles cut for enough
     tasks: :func:`_fit_matmul`), reading the weight [O, I] through ``wt`` (its transpose, staged
-    per tile by :func:`_stage_transposed`)."""
+    per tile by :func:`_stage_transposed`), with matmul's wide register block on AVX-512 float32
+    (AOT kernels side by side, median of 9 blocks of 10 calls: [2048, 512] x [2048, 512]^T
+    17.4 ms against 18.8 for 4 x 3 (torch.addmm into its output 17.9); [256, 1024] x
+    [1024, 1024]^T 2.78 against 3.00 (torch 2.70); [64, 512] x [2048, 512]^T level)."""
     lanes = _lanes_for(built, lanes)
     as_matmul = {"M": dims["R"], "K": dims["I"], "N": dims["O"]}
     return gemm_directives(dims, lanes, n="o", m="r", k="i$x", N=dims["O"], M=dims["R"],
                            K=dims["I"], b_src="wt", b_is_func=True, b_k="j",
-                           **_fit_matmul(as_matmul, knobs, lanes))
+                           **_fit_matmul(as_matmul, knobs, lanes, _wide(lanes)))
 
 
 # -- transposes -----------------------------------------------------------------------------------
