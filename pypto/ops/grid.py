@@ -227,8 +227,12 @@ def grid_sample(x, grid, *, mode, padding_mode, align_corners, dims):
         # below in range.
         return hl.clamp(p, hl.cast(t, -2), fs + one)
 
-    px = pixel(grid[0, ow, oh, n], dims.W)
-    py = pixel(grid[1, ow, oh, n], dims.H)
+    # The sampling positions of an output pixel, the same for every channel: Funcs of their own
+    # so that a schedule computes them once per pixel rather than once per channel.
+    pos_x, pos_y = hl.Func("pos_x"), hl.Func("pos_y")
+    pos_x[ow, oh, n] = pixel(grid[0, ow, oh, n], dims.W)
+    pos_y[ow, oh, n] = pixel(grid[1, ow, oh, n], dims.H)
+    px, py = pos_x[ow, oh, n], pos_y[ow, oh, n]
 
     def read(ix, iy):
         inside = (ix >= 0) & (ix < dims.W) & (iy >= 0) & (iy < dims.H)

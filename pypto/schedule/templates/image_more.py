@@ -241,3 +241,24 @@ def _equalize_hist(built, dims, lanes):
         ds.append(D("compute_root", f))
     ds.append(D("vectorize", "lut", var="v", factor=lanes))
     return ds
+
+
+# -- sampling -----------------------------------------------------------------------------------
+
+@template("grid_sample")
+def _grid_sample(built, dims, lanes):
+    """A task per output row of an image: the row's sampling positions (``pos_x``, ``pos_y``)
+    computed once, then every channel's row in vectors along it. (Positions inlined and
+    recomputed per channel, with images in parallel: 4 x 32 channels, 64 x 64, bilinear, AOT
+    kernels side by side, median of 9 blocks: 1.66 ms against 1.38; F.grid_sample 0.66.)"""
+    vec = _pow2_at_most(dims["OW"], lanes)
+    ds = [D("reorder", "out", vars=["ow", "c", "oh", "n"])]
+    if vec > 1:
+        ds.append(D("vectorize", "out", var="ow", factor=vec))
+    ds += [D("fuse", "out", inner="oh", outer="n", fused="task"),
+           D("parallel", "out", var="task")]
+    for f in ("pos_x", "pos_y"):
+        ds.append(D("compute_at", f, at="out", var="task"))
+        if vec > 1:
+            ds.append(D("vectorize", f, var="ow", factor=vec))
+    return ds
