@@ -207,7 +207,10 @@ def test_trace(dtype):
                       ((3, 4), {"offset": 9}), ((3, 4), {"offset": -9}),
                       ((2, 3, 4), {"axis1": 1, "axis2": 2}),
                       ((4, 3, 2, 5), {"axis1": 3, "axis2": 0, "offset": -1}),
-                      ((300, 301), {})):
+                      ((300, 301), {}),
+                      # batches of 16 or more run in parallel tasks of 8 (the last shifted in)
+                      ((37, 20, 19), {"axis1": 1, "axis2": 2, "offset": -3}),
+                      ((20, 64, 16), {"axis1": 2, "axis2": 1, "offset": 1})):
         x = rand(shape, dtype, seed=sum(shape))
         got = P.trace(x, **kw)
         want = np.trace(x.astype(np.float64) if dtype.startswith("float") else x, **kw)

