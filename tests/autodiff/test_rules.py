@@ -140,6 +140,13 @@ CASES = {
     "conv2d_groups_dilation": (
         lambda x, w: o.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(2, 1), groups=2),
         [(1, 4, 8, 7), (6, 2, 2, 3)]),
+    # stride 1 (weight gradient from row slices of the channels-last input): padding along one
+    # axis, dilation, a 1 x 1 kernel, two samples
+    "conv2d_stride1": (lambda x, w, b: o.conv2d(x, w, b, padding=(1, 0)),
+                       [(2, 3, 7, 6), (4, 3, 3, 2), (4,)]),
+    "conv2d_stride1_dilation": (lambda x, w: o.conv2d(x, w, padding=(2, 1), dilation=(2, 1)),
+                                [(2, 2, 6, 5), (3, 2, 3, 3)]),
+    "conv2d_1x1": (lambda x, w: o.conv2d(x, w), [(2, 3, 4, 5), (2, 3, 1, 1)]),
     "depthwise_conv2d": (lambda x, w: o.depthwise_conv2d(x, w, stride=2, padding=1),
                          [(1, 3, 6, 5), (3, 1, 3, 3)]),
     "avg_pool2d": (lambda x: o.avg_pool2d(x, 3, stride=2, padding=1), [(1, 2, 6, 5)]),
