@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..defaults import template
 from .linalg import (BATCH_GEMM_KNOBS, GEMM_KNOBS, _b_bytes, _fit, _fit_batched, _lanes_for,
-                     gemm_directives)
+                     _wide, gemm_directives)
 
 
 @template("einsum", knobs=BATCH_GEMM_KNOBS)
@@ -17,7 +17,7 @@ def _einsum(built, dims, lanes, **knobs):
     lanes = _lanes_for(built, lanes)
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"],
-                           **_fit_batched(dims, knobs, _b_bytes(built), lanes))
+                           **_fit_batched(dims, knobs, _b_bytes(built), lanes, _wide(lanes)))
 
 
 @template("addmm", knobs=GEMM_KNOBS)
@@ -33,7 +33,7 @@ def _baddbmm(built, dims, lanes, **knobs):
     return gemm_directives(dims, lanes, n="n", m="m", k="k$x", N=dims["N"], M=dims["M"],
                            K=dims["K"], batch="b", B=dims["B"], b_src="batch2",
                            out_reads=_out_reads(built, "input"),
-                           **_fit_batched(dims, knobs, _b_bytes(built), lanes))
+                           **_fit_batched(dims, knobs, _b_bytes(built), lanes, _wide(lanes)))
 
 
 def _out_reads(built, *names: str) -> tuple:
