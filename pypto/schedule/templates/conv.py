@@ -37,6 +37,29 @@ def _pad(built, dims_w: int, lanes: int, at: str | None, storage: list | None) -
     return d
 
 
+def _position_chunks(d: list, tile: list, l_outer: str, o_outer: str, blocks: int,
+                     chunk_values: int, built, n: int) -> tuple[str, str]:
+    """Parallel tasks of (a chunk of position tiles, sample) for the 1-D convolutions: as many
+    of the ``blocks`` tiles per chunk as keep its input (``chunk_values`` values per tile, every
+    channel) within SLAB_BYTES, halved while there are fewer than 8 tasks. Appends ``out``'s
+    directives; returns (the position-tile loop, the task loop)."""
+    item = np.dtype(built.dtypes[0]).itemsize
+    per_task = max(1, min(blocks, SLAB_BYTES // max(1, chunk_values * item)))
+    while per_task > 1 and n * -(-blocks // per_task) < 8:
+        per_task = -(-per_task // 2)
+    if per_task < blocks:
+        d += [D("split", "out", var=l_outer, outer="olc", inner="olt", factor=per_task,
+                tail="guard_with_if"),
+              D("reorder", "out", vars=[*tile, "olt", o_outer, "olc", "n"]),
+              D("fuse", "out", inner="olc", outer="n", fused="task")]
+        l_outer, task = "olt", "task"
+    else:
+        d.append(D("reorder", "out", vars=[*tile, l_outer, o_outer, "n"]))
+        task = "n"
+    d.append(D("parallel", "out", var=task))
+    return l_outer, task
+
+
 @template("conv1d")
 def _conv1d(built, dims, lanes):
     """A register tile of output channels x vectors of output positions (AVX-512's budget where
@@ -58,24 +81,8 @@ def _conv1d(built, dims, lanes):
     d, tile = [], []
     l_outer = _tile_split(d, tile, "ol", vec * nv)
     o_outer = _tile_split(d, tile, "o", ob)
-    blocks = -(-OL // (vec * nv))
-    # Tiles per task: the chunk's padded input (every channel) within SLAB_BYTES, and enough
-    # (chunk, sample) tasks to share out.
-    item = np.dtype(built.dtypes[0]).itemsize
-    span = vec * nv * p["stride"]
-    per_task = max(1, min(blocks, SLAB_BYTES // max(1, C * span * item)))
-    while per_task > 1 and N * -(-blocks // per_task) < 8:
-        per_task = -(-per_task // 2)
-    if per_task < blocks:
-        d += [D("split", "out", var=l_outer, outer="olc", inner="olt", factor=per_task,
-                tail="guard_with_if"),
-              D("reorder", "out", vars=[*tile, "olt", o_outer, "olc", "n"]),
-              D("fuse", "out", inner="olc", outer="n", fused="task")]
-        l_outer, task = "olt", "task"
-    else:
-        d.append(D("reorder", "out", vars=[*tile, l_outer, o_outer, "n"]))
-        task = "n"
-    d.append(D("parallel", "out", var=task))
+    l_outer, task = _position_chunks(d, tile, l_outer, o_outer, -(-OL // (vec * nv)),
+                                     C * vec * nv * p["stride"], built, N)
     if vec > 1:
         d.append(D("vectorize", "out", var="oli", factor=vec))
     d.append(D("compute_at", "acc", at="out", var=l_outer))
@@ -245,21 +252,9 @@ def _phases_1d(built, dims, lanes) -> list:
     tile = []
     l_outer = _tile_split(d, tile, "ol", s * vec * nv, OL >= s * vec * nv)
     o_outer = _tile_split(d, tile, "o", ob)
-    blocks = -(-OL // (s * vec * nv)) if l_outer != "ol" else OL
-    item = np.dtype(built.dtypes[0]).itemsize
-    per_task = max(1, min(blocks, SLAB_BYTES // max(1, C * vec * nv * item)))
-    while per_task > 1 and N * -(-blocks // per_task) < 8:
-        per_task = -(-per_task // 2)
-    if l_outer != "ol" and per_task < blocks:
-        d += [D("split", "out", var=l_outer, outer="olc", inner="olt", factor=per_task,
-                tail="guard_with_if"),
-              D("reorder", "out", vars=[*tile, "olt", o_outer, "olc", "n"]),
-              D("fuse", "out", inner="olc", outer="n", fused="task")]
-        l_outer, task = "olt", "task"
-    else:
-        d.append(D("reorder", "out", vars=[*tile, l_outer, o_outer, "n"]))
-        task = "n"
-    d.append(D("parallel", "out", var=task))
+    # One position tile when the output is narrower than a tile: no chunks.
+    blocks = -(-OL // (s * vec * nv)) if l_outer != "ol" else 1
+    l_outer, task = _position_chunks(d, tile, l_outer, o_outer, blocks, C * vec * nv, built, N)
     ovec = _vec(min(OL, s * vec * nv), lanes)       # within a tile of the output
     if ovec > 1 and l_outer != "ol":
         d.append(D("vectorize", "out", var="oli", factor=ovec))
