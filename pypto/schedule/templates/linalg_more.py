@@ -7,7 +7,7 @@ with the same tunable knobs; the operand staged along ``n`` is ``b``, ``mat2`` o
 
 from __future__ import annotations
 
-from ..defaults import template
+from ..defaults import D, generic, template
 from .linalg import (BATCH_GEMM_KNOBS, GEMM_KNOBS, _b_bytes, _fit, _fit_batched, _lanes_for,
                      _wide, gemm_directives)
 
@@ -53,8 +53,6 @@ def _trace(built, dims, lanes):
     miss more often than not, so two threads overlap twice the misses: 64 matrices of 512 x 512,
     AOT kernels, steady state 0.114 ms against 0.171 serial (torch 0.094). Fewer matrices run
     serially, vectorized across them where they fill a vector."""
-    from ..defaults import D, generic
-
     if dims["B"] < 2 * TRACE_BLOCK:
         return generic(built, dims, lanes)
     return [D("split", "out", var="b", outer="bo", inner="bi", factor=TRACE_BLOCK),
