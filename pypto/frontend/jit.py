@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import (GraphBreakError, PerformanceWarning, PyptoError, ScheduleError,
-                      ScheduleTooLongError, TraceError)
+from ..errors import (DtypeError, GraphBreakError, ParamError, PerformanceWarning, PyptoError,
+                      ScheduleError, ScheduleTooLongError, ShapeError, TraceError)
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
 
@@ -159,13 +159,34 @@ class Segment:
         # This graph's outputs (a shape-generic kernel serves graphs of several shapes).
         self._specs = [(dom(n.outs[k][0]), n.outs[k][1]) for n, k in graph.outputs]
 
-    def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    def graph_index(self, i: int) -> int | None:
+        """The pipeline output that wanted value ``i`` is, or None when it is a reshaped view of
+        another (which a caller's array cannot be written as)."""
+        if self.n_wanted is None:
+            return i
+        if i in self.reshaped:
+            return None
+        return i - sum(1 for j in self.reshaped if j < i)
+
+    def run(self, arrays: list[np.ndarray], into: dict | None = None) -> list[np.ndarray]:
+        """The wanted values for ``arrays``. ``into`` maps wanted values (by index, each a
+        pipeline output: :meth:`graph_index`) to caller arrays of their dtype and element count,
+        C-contiguous: the kernel writes those in place."""
         from ..errors import ExecutionError
 
         GLOBAL.segments_run += 1
         ins = [a.reshape(d) if a.shape != d else a for a, d in zip(arrays, self.doms)]
+        pre = None
+        if into:
+            pre = [None] * len(self._specs)
+            for i, a in into.items():
+                g = self.graph_index(i)
+                shape = self._specs[g][0]
+                # Through 1-D: the strides of a fresh output's (the launcher fixed those), even
+                # where a size-1 dim of ``a`` has another stride.
+                pre[g] = a.reshape(-1).reshape(shape)
         try:
-            outs = self._launch(ins)
+            outs = self._launch(ins, pre)
         except ExecutionError as e:
             if self.kernel.source.endswith("safe)"):
                 raise
@@ -173,7 +194,7 @@ class Segment:
             self.kernel = compile_graph_op(self.op, _target_of(self.kernel), safe_only=True)
             _warn_safe(self.op, e)
             self._launchers.clear()
-            outs = self._launch(ins)
+            outs = self._launch(ins, pre)
         outs = [o.reshape(s) for o, s in zip(outs, self.out_shapes)]
         if self.n_wanted is None:
             return outs
@@ -186,15 +207,20 @@ class Segment:
             full[i] = full[j].reshape(shape)
         return full
 
-    def _launch(self, ins: list[np.ndarray]) -> list[np.ndarray]:
+    def _launch(self, ins: list[np.ndarray], pre: list | None = None) -> list[np.ndarray]:
         """Runs the kernel; a disk-cached one through a launcher whose buffer structures are
-        built once per layout of the inputs (the call only writes data pointers)."""
+        built once per layout of the inputs (the call only writes data pointers). ``pre``: per
+        output, a caller's array to write (dense, so its layout is a fresh output's) or None."""
         import halide as hl
 
         from ..runtime import _failure, dense, new_outputs, run_kernel
 
         kernel = self.kernel
-        outs = new_outputs(self._specs)
+        if pre is None:
+            outs = new_outputs(self._specs)
+        else:
+            fresh = iter(new_outputs([sp for sp, p in zip(self._specs, pre) if p is None]))
+            outs = [p if p is not None else next(fresh) for p in pre]
         if not kernel.disk:
             return run_kernel(kernel, self.op, ins, {}, outs)
         ins = [dense(a) for a in ins]
@@ -428,6 +454,8 @@ class _Step:
         self.observed = None           # the break's value key; None: the next step follows as is
         self.children: dict = {}
         self.result = None            # pytree of ("val", key) / ("arg", i) / ("py", value)
+        self.result_specs: list | None = None   # (shape, dtype) of each array of the result
+        self.placement: tuple | None = None     # per array of the result: produced index or None
 
 
 class _Recorder:
@@ -745,6 +773,9 @@ class JitFunction:
         self._misses: list[str] = []
         self._lock = threading.RLock()
         self._limit_hit = False
+        # ``out=`` is the program's (its arrays written in place) unless the function has a
+        # parameter of that name itself.
+        self._owns_out = _owns_out(fn)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -752,7 +783,14 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         from ..compiler import targets
 
+        into = None
+        if kwargs and "out" in kwargs and self._owns_out:
+            kwargs = dict(kwargs)
+            into = kwargs.pop("out")
         if T.current() is not None:   # called inside another trace: inline into it
+            if into is not None:
+                raise ParamError(f"{self.name}: out= is for calls on arrays; inside a traced "
+                                 f"function the result is a value of that program")
             return self.fn(*args, **kwargs)
         self.stats.calls += 1
         GLOBAL.calls += 1
@@ -763,7 +801,7 @@ class JitFunction:
             fast = (tuple((a.shape, a.dtype.str) for a in args), tname)
             root = self._fast.get(fast)
             if root is not None:
-                out = self._counted_replay(root, args)
+                out = self._counted_replay(root, args, into)
                 if out is not _MISS:
                     return out
         leaves: list[np.ndarray] = []
@@ -774,23 +812,23 @@ class JitFunction:
             if root is not None and fast is not None:
                 self._fast[fast] = root
         if root is not None:
-            out = self._counted_replay(root, leaves)
+            out = self._counted_replay(root, leaves, into)
             if out is not _MISS:
                 return out
             reason = "a break value not seen before"
         else:
             reason = _explain_miss(list(self._cache), key)
-        return self._trace(key, struct, leaves, reason)
+        return self._trace(key, struct, leaves, reason, into)
 
-    def _counted_replay(self, root: _Step, leaves):
-        out = self._replay(root, leaves)
+    def _counted_replay(self, root: _Step, leaves, into=None):
+        out = self._replay(root, leaves, into)
         if out is not _MISS:
             self.stats.replays += 1
             GLOBAL.replays += 1
         return out
 
     # -- tracing ------------------------------------------------------------------------------
-    def _trace(self, key, struct, leaves, reason: str):
+    def _trace(self, key, struct, leaves, reason: str, into=None):
         if self.stats.traces >= self.recompile_limit:
             msg = (f"{self.name}: recompile limit ({self.recompile_limit}) reached; the last miss: "
                    f"{reason}. Further new signatures run eagerly (op by op). Raise it with "
@@ -800,7 +838,18 @@ class JitFunction:
                 self._limit_hit = True
             self._misses.append(f"not traced (limit): {reason}")
             args, kwargs = _unflatten(struct, leaves)
-            return self.fn(*args, **kwargs)
+            result = self.fn(*args, **kwargs)
+            if into is None:
+                return result
+            res_struct, res_leaves = _result_structure(result)
+            arrays = [j for j, x in enumerate(res_leaves) if isinstance(x, np.ndarray)]
+            outs = self._checked_out(into, [(x.shape, x.dtype) for x in
+                                            (res_leaves[j] for j in arrays)])
+            for j, o in zip(arrays, outs):
+                if o is not None:
+                    np.copyto(o, res_leaves[j])
+                    res_leaves[j] = o
+            return _rebuild(res_struct, res_leaves)
         self._misses.append(reason)
         self.stats.traces += 1
         GLOBAL.traces += 1
@@ -843,12 +892,55 @@ class JitFunction:
             end = _Step(None, [], [])
             rec.steps.append(end)
         end.result = (res_struct, [self._result_ref(ctx, x, arg_nodes) for x in res_leaves])
+        end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in tensors_out]
         self._link(key, rec.steps)
+        outs = self._checked_out(into, end.result_specs) if into is not None else None
         vals = iter(computed)
         out_leaves = []
+        j = 0
         for x in res_leaves:
-            out_leaves.append(next(vals) if isinstance(x, T.Tensor) else x)
+            if isinstance(x, T.Tensor):
+                v = next(vals)
+                if outs is not None and outs[j] is not None:
+                    np.copyto(outs[j], v)     # the first call computes, then copies in
+                    v = outs[j]
+                j += 1
+                x = v
+            out_leaves.append(x)
         return _rebuild(res_struct, out_leaves)
+
+    def _checked_out(self, into, specs: list) -> list:
+        """A caller's ``out=``, one entry per array of the result (None: a fresh one), checked
+        against the result's shapes and dtypes before anything is written."""
+        n = len(specs)
+        outs = [into] if isinstance(into, np.ndarray) else into
+        if not isinstance(outs, (tuple, list)):
+            raise ParamError(f"{self.name}: out= must be an array or a tuple of arrays (one per "
+                             f"array the function returns; None for one to allocate), got "
+                             f"{type(into).__name__}")
+        if len(outs) != n:
+            raise ParamError(f"{self.name}: out= has {len(outs)} entr{'y' if len(outs) == 1 else 'ies'}; "
+                             f"the function returns {n} array{'s' if n != 1 else ''} (None for "
+                             f"one to allocate)")
+        for j, (o, (shape, dt)) in enumerate(zip(outs, specs)):
+            if o is None:
+                continue
+            what = "out" if n == 1 else f"out[{j}]"
+            if type(o) is not np.ndarray:
+                raise ParamError(f"{self.name}: {what} must be a NumPy array or None, got "
+                                 f"{type(o).__name__}")
+            if not o.flags.writeable:
+                raise ParamError(f"{self.name}: {what} is read-only; pass a writeable array")
+            if not o.flags.c_contiguous:
+                raise ParamError(f"{self.name}: {what} must be C-contiguous (a dense array such "
+                                 f"as np.empty(shape, dtype)), got strides {o.strides}")
+            if o.dtype != dt:
+                raise DtypeError(f"{self.name}: {what} has dtype {o.dtype}; expected {dt} (the "
+                                 f"dtype of the result)")
+            if o.shape != tuple(shape):
+                raise ShapeError(f"{self.name}: {what} has shape {o.shape}; expected "
+                                 f"{tuple(shape)} (the shape of the result)")
+        return list(outs)
 
     def _result_ref(self, ctx, x, arg_nodes):
         if isinstance(x, T.Tensor):
@@ -879,16 +971,22 @@ class JitFunction:
                 cur = nxt
 
     # -- replay -------------------------------------------------------------------------------
-    def _replay(self, step: _Step, leaves: list[np.ndarray]):
+    def _replay(self, step: _Step, leaves: list[np.ndarray], into=None):
         values: dict[tuple, np.ndarray] = {}
+        outs = placed = None
         while True:
+            final = step.brk is None and step.result is not None
+            if final and into is not None:
+                outs = self._checked_out(into, step.result_specs)
+                placed = self._placed(step, outs, leaves)
             if step.segment is not None:
                 arrays = []
                 for ref in step.sources:
                     kind = ref[0]
                     arrays.append(leaves[ref[1]] if kind == "arg" else
                                   ref[1] if kind == "const" else values[ref[1]])
-                for key, o in zip(step.produced, step.segment.run(arrays)):
+                ran = step.segment.run(arrays, placed)
+                for key, o in zip(step.produced, ran):
                     values[key] = o
             if step.brk is None and step.result is None:     # a cut: the next part follows
                 step = step.children[None]
@@ -896,10 +994,18 @@ class JitFunction:
             if step.brk is None:
                 struct, refs = step.result
                 out = []
+                j = 0
                 for ref in refs:
                     kind = ref[0]
-                    out.append(leaves[ref[1]] if kind == "arg" else
-                               values[ref[1]] if kind == "val" else ref[1])
+                    v = (leaves[ref[1]] if kind == "arg" else
+                         values[ref[1]] if kind == "val" else ref[1])
+                    if kind != "py":
+                        if outs is not None and outs[j] is not None:
+                            if not placed or step.placement[j] not in placed:
+                                np.copyto(outs[j], v)
+                            v = outs[j]
+                        j += 1
+                    out.append(v)
                 return _rebuild(struct, out)
             key, why, _where = step.brk
             value = values.get(key)
@@ -910,6 +1016,33 @@ class JitFunction:
             if nxt is None:
                 return _MISS
             step = nxt
+
+    @staticmethod
+    def _placed(step: _Step, outs: list, leaves) -> dict | None:
+        """{produced value: caller array} for the arrays of ``out=`` that the last pipeline can
+        write in place: those the pipeline computes as its own outputs, once each, when no
+        caller array overlaps an argument (which the pipeline may still be reading)."""
+        from ..runtime import overlaps
+
+        if step.placement is None:
+            placement, used = [], set()
+            for ref in step.result[1]:
+                if ref[0] == "py":
+                    continue
+                p = None
+                if (ref[0] == "val" and step.segment is not None and ref[1] in step.produced
+                        and ref[1] not in used):
+                    p = step.produced.index(ref[1])
+                    if step.segment.graph_index(p) is None:
+                        p = None
+                    else:
+                        used.add(ref[1])
+                placement.append(p)
+            step.placement = tuple(placement)
+        into = {p: o for p, o in zip(step.placement, outs) if p is not None and o is not None}
+        if into and overlaps(list(into.values()), leaves):
+            return None
+        return into
 
     # -- introspection ------------------------------------------------------------------------
     def explain(self, *args, **kwargs) -> str:
@@ -961,6 +1094,19 @@ def _op_name(name: str) -> str:
 
     s = re.sub(r"[^a-z0-9_]", "_", name.lower()).strip("_") or "fn"
     return s if s[0].isalpha() else f"f_{s}"
+
+
+def _owns_out(fn: Callable) -> bool:
+    """Whether ``out=`` on a jitted ``fn`` is the program's: unless ``fn`` names a parameter
+    ``out`` itself (keyword-only or positional), which then receives it as before."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    p = params.get("out")
+    return p is None or p.kind is inspect.Parameter.VAR_KEYWORD
 
 
 def _result_structure(result):

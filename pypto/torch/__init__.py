@@ -8,9 +8,12 @@ implementations, so they also trace under ``torch.compile`` / AOTAutograd.
 
 Memory (CPU): inputs reach PyPTO as ``t.detach().numpy()``, a NumPy view of the same memory (the
 same ``data_ptr``; a non-dense view is copied once by the runtime, as for any NumPy view).
-Outputs are the arrays PyPTO's pipelines allocate, handed to PyTorch with ``torch.from_numpy``:
-the torch tensor owns no copy, it *is* that memory. (The runtime does not yet write into
-caller-allocated outputs for traced programs, so the memory is allocated on the NumPy side.)
+The forward's outputs are torch tensors allocated with ``torch.empty`` (shapes from the fake
+implementation's trace) and handed to the program as ``out=``: its last pipeline writes them in
+place (a result that is an input, or a value computed before a graph break, is copied in). A
+function with an ``out`` parameter of its own gets arrays PyPTO allocates instead, wrapped by
+``torch.from_numpy`` (no copy either). The backward's gradients are the arrays the vjp program
+allocates, wrapped the same way.
 """
 
 from __future__ import annotations
@@ -110,6 +113,12 @@ class TorchOp:
 
         def forward(*xs):
             arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
+            if owner.jitted._owns_out:
+                # Outputs allocated by torch, written in place by the program.
+                outs_ = [torch.empty(s, dtype=getattr(torch, np.dtype(d).name))
+                         for s, d in owner.out_specs(owner._specs_of(xs))]
+                owner.jitted(*arrays, out=tuple(t.numpy() for t in outs_))
+                return outs_[0] if n_out == 1 else tuple(outs_)
             res = owner.jitted(*arrays)
             _, leaves = _result_structure(res)
             outs_ = [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]
