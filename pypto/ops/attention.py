@@ -40,6 +40,15 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else np.array(a, order="C")
 
 
+def _stack(x: np.ndarray, batch: tuple) -> np.ndarray:
+    """``x`` [..., M, N] with its leading dims broadcast to ``batch``: ``x`` itself when they are
+    ``batch`` already (NumPy's broadcast view of it would be read-only, and copied), else a dense
+    copy of the broadcast."""
+    if tuple(x.shape[:-2]) == tuple(batch):
+        return x
+    return _writable(np.broadcast_to(x, tuple(batch) + tuple(x.shape[-2:])))
+
+
 def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, lengths=None,
                    kv_lengths=None):
     """Attention over arrays [..., S, D], [..., L, D], [..., L, E] whose leading dims broadcast.
@@ -77,8 +86,7 @@ def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, leng
     nb = int(np.prod(batch, dtype=np.int64))
 
     def canon(x):
-        x = np.broadcast_to(x, batch + x.shape[-2:])
-        return _writable(x).reshape((1, nb) + x.shape[-2:])
+        return _stack(x, batch).reshape((1, nb) + x.shape[-2:])
 
     out = scaled_dot_product_attention.kernel(canon(q), canon(k), canon(v), **kw)
     return out.reshape(batch + out.shape[-2:])
@@ -211,8 +219,7 @@ def _masked_frontend(q, k, v, attn_mask, is_causal, lengths, kv_lengths, kw):
                              f"{k.shape[:-2]} and 'v' {v.shape[:-2]} cannot be broadcast "
                              f"together") from None
         nb = int(np.prod(batch, dtype=np.int64))
-        cq, ck, cv = (_writable(np.broadcast_to(x, batch + x.shape[-2:])).reshape(
-            (1, nb) + x.shape[-2:]) for x in (q, k, v))
+        cq, ck, cv = (_stack(x, batch).reshape((1, nb) + x.shape[-2:]) for x in (q, k, v))
     B, H, S, L = cq.shape[0], cq.shape[1], cq.shape[2], ck.shape[2]
     if attn_mask is None:
         mask = np.ones((1, 1, 1, 1), np.bool_)
@@ -230,7 +237,9 @@ def _masked_frontend(q, k, v, attn_mask, is_causal, lengths, kv_lengths, kw):
             raise ShapeError(f"{name}: attn_mask of shape {mask.shape} does not broadcast to "
                              f"the scores' shape {tuple(want)} ([..., S, L])")
         if batch is not None:
-            mask = _writable(np.broadcast_to(mask, want)).reshape((1, -1, S, L))
+            if tuple(mask.shape) != tuple(want):
+                mask = _writable(np.broadcast_to(mask, want))
+            mask = mask.reshape((1, -1, S, L))
         else:
             mask = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
     if lengths is None and kv_lengths is None:

@@ -104,6 +104,28 @@ def test_cross_entropy_shapes_and_torch():
                  F.cross_entropy(torch.from_numpy(x[0, :, 0, 0]), torch.tensor(t[0, 0, 0])))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n,c", [(37, 1000), (300, 333), (2, 64), (513, 129)])
+def test_class_rows_and_distances_on_their_row_task_schedules(dtype, n, c):
+    # shapes large enough for the row-task schedules (lane partials of each row, parallel blocks
+    # of rows, a guarded last vector of a row); odd class counts and row counts
+    rng = np.random.default_rng(n + c)
+    x = (rng.standard_normal((n, c)) * 4).astype(dtype)
+    t = rng.integers(0, c, n)
+    t[::7] = -100
+    t[1] = c - 1
+    w = rng.uniform(0.5, 2, c).astype(dtype)
+    x[min(3, n - 1), c - 1] = 40.0          # a row maximum at the last element of its row
+    for eps in (0.0, 0.1):
+        loss, wt = _ce(x.astype(np.float64), t, w.astype(np.float64), -100, eps)
+        assert_close(P.cross_entropy(x, t, w, reduction="none", label_smoothing=eps), loss, dtype)
+        assert_close(P.cross_entropy(x, t, w, label_smoothing=eps), loss.sum() / wt.sum(), dtype)
+    y = (rng.standard_normal((n, c))).astype(dtype)
+    for p in (1.0, 2.0, 3.0):
+        want = (np.abs(x.astype(np.float64) - y + 1e-6) ** p).sum(-1) ** (1 / p)
+        assert_close(P.pairwise_distance(x, y, p), want, dtype)
+
+
 def test_class_loss_errors():
     with pytest.raises(ParamError, match=r"target\[2\] = 7 is out of range; valid indices are 0 to 6"):
         P.cross_entropy(X, np.array([0, 1, 7, 2]))
