@@ -526,14 +526,25 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     bw = rw * lit(t, 1.0 / pooled_width)
     bh = rh * lit(t, 1.0 / pooled_height)
     s = hl.RDom([hl.Range(0, g), hl.Range(0, g)], "s")
-    ys = y1 + hl.cast(t, oh) * bh + hl.cast(t, s.y + hl.f32(0.5)) * bh * lit(t, 1.0 / g)
-    xs = x1 + hl.cast(t, ow) * bw + hl.cast(t, s.x + hl.f32(0.5)) * bw * lit(t, 1.0 / g)
-    inside = (ys >= -one) & (ys <= hl.cast(t, H)) & (xs >= -one) & (xs <= hl.cast(t, W))
-    yc, xc = hl.max(ys, zero), hl.max(xs, zero)
-    yl = hl.clamp(hl.cast(hl.Int(32), hl.min(yc, hl.cast(t, H))), 0, H - 1)
-    xl = hl.clamp(hl.cast(hl.Int(32), hl.min(xc, hl.cast(t, W))), 0, W - 1)
-    ly = hl.select(yl >= H - 1, zero, yc - hl.cast(t, yl))
-    lx = hl.select(xl >= W - 1, zero, xc - hl.cast(t, xl))
+    # A sample's row (its two source rows and weight) depends on (bin row, sample row, box) and
+    # its column on (bin column, sample column, box), not on the channel: as Funcs a schedule
+    # computes them once per box instead of once per channel.
+    i = hl.Var("i")
+
+    def axis(lo, size, bins, extent, name):
+        f = hl.Func(name)
+        p = lo + hl.cast(t, bins) * size + hl.cast(t, i + hl.f32(0.5)) * size * lit(t, 1.0 / g)
+        pc = hl.max(p, zero)
+        low = hl.clamp(hl.cast(hl.Int(32), hl.min(pc, hl.cast(t, extent))), 0, extent - 1)
+        f[i, bins, k] = (low, hl.select(low >= extent - 1, zero, pc - hl.cast(t, low)),
+                         (p >= -one) & (p <= hl.cast(t, extent)))
+        return f
+
+    ysmp = axis(y1, bh, oh, H, "sample_rows")
+    xsmp = axis(x1, bw, ow, W, "sample_cols")
+    yl, ly, y_in = (ysmp[s.y, oh, k][j] for j in range(3))
+    xl, lx, x_in = (xsmp[s.x, ow, k][j] for j in range(3))
+    inside = y_in & x_in
     yh = hl.min(yl + 1, H - 1)
     xh = hl.min(xl + 1, W - 1)
     hy, hx = one - ly, one - lx

@@ -285,14 +285,18 @@ def roi_pool(x, boxes, *, pooled_height, pooled_width, spatial_scale, dims):
     # arithmetic the reference does.
     bh = hl.strict_float(hl.cast(t, hl.max(y2 - y1 + 1, 1)) / hl.cast(t, pooled_height))
     bw = hl.strict_float(hl.cast(t, hl.max(x2 - x1 + 1, 1)) / hl.cast(t, pooled_width))
-    hs = hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.floor(hl.cast(t, oh) * bh))) + y1,
-                  0, dims.H)
-    he = hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.ceil(hl.cast(t, oh + 1) * bh))) + y1,
-                  0, dims.H)
-    ws = hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.floor(hl.cast(t, ow) * bw))) + x1,
-                  0, dims.W)
-    we = hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.ceil(hl.cast(t, ow + 1) * bw))) + x1,
-                  0, dims.W)
+    # Each bin's edges are Funcs of (bin, box), so that a schedule computes them once per box:
+    # inlined, they sat in the bin loop's predicate and were recomputed (two divisions among
+    # them) at every pixel of every bin of every channel.
+    rows, cols = hl.Func("bin_rows"), hl.Func("bin_cols")
+    rows[oh, k] = (
+        hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.floor(hl.cast(t, oh) * bh))) + y1, 0, dims.H),
+        hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.ceil(hl.cast(t, oh + 1) * bh))) + y1, 0, dims.H))
+    cols[ow, k] = (
+        hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.floor(hl.cast(t, ow) * bw))) + x1, 0, dims.W),
+        hl.clamp(hl.cast(hl.Int(32), hl.strict_float(hl.ceil(hl.cast(t, ow + 1) * bw))) + x1, 0, dims.W))
+    hs, he = rows[oh, k][0], rows[oh, k][1]
+    ws, we = cols[ow, k][0], cols[ow, k][1]
     r = hl.RDom([hl.Range(0, dims.W), hl.Range(0, dims.H)], "r")
     r.where((r.x < we - ws) & (r.y < he - hs))
     acc = hl.Func("acc")
