@@ -34,16 +34,17 @@ def _itemsize(dtype: str) -> int:
     return np.dtype(dtype).itemsize
 
 
-def row_stats(f: str, k: str, width: int) -> list:
-    """Lane-partial ``rfactor`` of the row reduction ``f`` (computed for one row at a time)."""
+def row_stats(f: str, k: str, width: int, row: str = "r") -> list:
+    """Lane-partial ``rfactor`` of the row reduction ``f`` over RVar ``k`` (computed for one row,
+    pure var ``row``, at a time)."""
     part = f"{f}_part"
     return [
         D("split", f, 1, var=k, outer="ko", inner="ki", factor=width),
         D("rfactor", f, 1, pairs=[["ki", "v"]], intm=part),
-        D("compute_at", part, at=f, var="r"),
-        D("reorder_storage", part, vars=["v", "r"]),
+        D("compute_at", part, at=f, var=row),
+        D("reorder_storage", part, vars=["v", row]),
         D("vectorize", part, 0, var="v"),
-        D("reorder", part, 1, vars=["v", "ko", "r"]),
+        D("reorder", part, 1, vars=["v", "ko", row]),
         D("vectorize", part, 1, var="v"),
     ]
 
