@@ -15,7 +15,16 @@
  * loop meanwhile. Async tasks (halide_do_parallel_tasks) stay with each kernel's own runtime.
  *
  * The thread count is HL_NUM_THREADS when set, else the number of cores this process may use;
- * the calling thread counts as one. Written with GCC/Clang __atomic builtins, so any C or C++
+ * the calling thread counts as one.
+ *
+ * It also holds the kernels' heap memory (halide_set_custom_malloc/free): the buffers a pipeline
+ * allocates for its intermediates (a compute_root Func, a join, a padded input). glibc returns
+ * a freed block of more than a few hundred KiB to the system, so every call paid munmap (a TLB
+ * shootdown across the pool's cores) and then a page fault per 4 KiB page of the next call's
+ * buffer: the weight-gradient pipeline of an LSTM layer spent 9 of its 109 ms in malloc and free
+ * and more in faults on fresh buffers. Freed blocks of at least PP_CACHE_MIN bytes are kept, up
+ * to PYPTO_KERNEL_CACHE_MB MiB in all (default 256; 0 keeps none), newest last, and handed to a
+ * later allocation of the same size or a little smaller; pypto_mem_trim() releases them. Written with GCC/Clang __atomic builtins, so any C or C++
  * compiler of those families builds it.
  */
 #ifndef _GNU_SOURCE
@@ -165,9 +174,12 @@ static void *pp_worker(void *arg) {
     return NULL;
 }
 
+static void pp_mem_after_fork_child(void);
+
 static void pp_after_fork_child(void) {
     /* Only the forking thread survives a fork: start a fresh pool on first use. */
     pthread_mutex_init(&pp_lock, NULL);
+    pp_mem_after_fork_child();
     pthread_cond_init(&pp_wake, NULL);
     pp_jobs = NULL;
     pp_sleepers = 0;
@@ -260,6 +272,152 @@ int pypto_do_par_for(void *user_context, pp_task_t fn, int min, int size, uint8_
     if (job.succ) job.succ->prev = job.prev;
     pthread_mutex_unlock(&pp_lock);
     return __atomic_load_n(&job.error, __ATOMIC_ACQUIRE);
+}
+
+/* ---- Kernel heap memory -------------------------------------------------------------------- */
+
+#define PP_ALIGN 128                  /* every block's data starts 128 bytes into it, aligned */
+#define PP_CACHE_MIN (64L * 1024)     /* smaller blocks go straight back to malloc */
+#define PP_CACHE_SLOTS 64
+#define PP_MAGIC 0x7079707400000000UL /* "pypt" in the header's high half: a sanity check */
+
+typedef struct {
+    size_t size;  /* usable bytes */
+    size_t magic;
+} pp_header;
+
+static pthread_mutex_t pp_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *pp_kept[PP_CACHE_SLOTS]; /* freed blocks (their bases), oldest first */
+static int pp_nkept;
+static long pp_kept_bytes;
+static long pp_keep_max = -1;         /* bytes; -1 until read from PYPTO_KERNEL_CACHE_MB */
+static long pp_mem_hits, pp_mem_misses, pp_mem_evictions, pp_mem_foreign;
+
+static void pp_mem_after_fork_child(void) {
+    /* The child keeps the blocks (its copy of the memory); only the lock may be mid-use. */
+    pthread_mutex_init(&pp_mem_lock, NULL);
+}
+
+static long pp_keep_limit(void) {
+    if (pp_keep_max < 0) {
+        const char *env = getenv("PYPTO_KERNEL_CACHE_MB");
+        long mb = (env && *env) ? atol(env) : 256;
+        pp_keep_max = mb > 0 ? mb * 1024L * 1024L : 0;
+    }
+    return pp_keep_max;
+}
+
+static size_t pp_block_size(char *base) { return ((pp_header *)base)->size; }
+
+/* Sizes of cachable blocks round up to 64 KiB, so that a pipeline whose buffer sizes vary a
+ * little with the shape still reuses them. */
+static size_t pp_round(size_t n) {
+    if (n >= (size_t)PP_CACHE_MIN) return (n + 65535) & ~(size_t)65535;
+    return (n + PP_ALIGN - 1) & ~(size_t)(PP_ALIGN - 1);
+}
+
+void *pypto_malloc(void *user_context, size_t size) {
+    (void)user_context;
+    size_t need = pp_round(size ? size : 1);
+    if (need >= (size_t)PP_CACHE_MIN && pp_keep_limit() > 0) {
+        pthread_mutex_lock(&pp_mem_lock);
+        int best = -1;
+        for (int i = 0; i < pp_nkept; i++) {
+            size_t have = pp_block_size(pp_kept[i]);
+            /* the same size or up to a quarter larger: a big block is not spent on a small need */
+            if (have >= need && have <= need + need / 4 &&
+                (best < 0 || have < pp_block_size(pp_kept[best])))
+                best = i;
+        }
+        if (best >= 0) {
+            char *base = pp_kept[best];
+            memmove(&pp_kept[best], &pp_kept[best + 1], (size_t)(pp_nkept - best - 1) * sizeof(char *));
+            pp_nkept--;
+            pp_kept_bytes -= (long)pp_block_size(base);
+            pp_mem_hits++;
+            pthread_mutex_unlock(&pp_mem_lock);
+            return base + PP_ALIGN;
+        }
+        pp_mem_misses++;
+        pthread_mutex_unlock(&pp_mem_lock);
+    }
+    void *base = NULL;
+    if (posix_memalign(&base, PP_ALIGN, need + PP_ALIGN) != 0) return NULL;
+    ((pp_header *)base)->size = need;
+    ((pp_header *)base)->magic = PP_MAGIC;
+    return (char *)base + PP_ALIGN;
+}
+
+void pypto_free(void *user_context, void *ptr) {
+    (void)user_context;
+    if (!ptr) return;
+    char *base = (char *)ptr - PP_ALIGN;
+    if (((pp_header *)base)->magic != PP_MAGIC) {
+        /* Not a block of ours (cannot happen while both hooks are installed together before a
+         * kernel's first call): leaked and counted rather than freed the wrong way. */
+        __atomic_fetch_add(&pp_mem_foreign, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    long size = (long)pp_block_size(base);
+    long limit = size >= PP_CACHE_MIN ? pp_keep_limit() : 0;
+    if (size > limit) {
+        free(base);
+        return;
+    }
+    char *evict[PP_CACHE_SLOTS];
+    int nevict = 0;
+    pthread_mutex_lock(&pp_mem_lock);
+    while (pp_nkept > 0 && (pp_nkept == PP_CACHE_SLOTS || pp_kept_bytes + size > limit)) {
+        evict[nevict++] = pp_kept[0]; /* the oldest */
+        pp_kept_bytes -= (long)pp_block_size(pp_kept[0]);
+        memmove(&pp_kept[0], &pp_kept[1], (size_t)(pp_nkept - 1) * sizeof(char *));
+        pp_nkept--;
+    }
+    pp_kept[pp_nkept++] = base;
+    pp_kept_bytes += size;
+    pp_mem_evictions += nevict;
+    pthread_mutex_unlock(&pp_mem_lock);
+    for (int i = 0; i < nevict; i++) free(evict[i]);
+}
+
+/* Releases every kept block; returns the bytes released. */
+long pypto_mem_trim(void) {
+    char *out[PP_CACHE_SLOTS];
+    pthread_mutex_lock(&pp_mem_lock);
+    int n = pp_nkept;
+    long bytes = pp_kept_bytes;
+    memcpy(out, pp_kept, (size_t)n * sizeof(char *));
+    pp_nkept = 0;
+    pp_kept_bytes = 0;
+    pthread_mutex_unlock(&pp_mem_lock);
+    for (int i = 0; i < n; i++) free(out[i]);
+    return bytes;
+}
+
+/* Sets the limit in bytes (0 keeps none; blocks over a lower limit are released); returns the
+ * old one. */
+long pypto_mem_set_limit(long bytes) {
+    long old = pp_keep_limit();
+    pthread_mutex_lock(&pp_mem_lock);
+    pp_keep_max = bytes > 0 ? bytes : 0;
+    pthread_mutex_unlock(&pp_mem_lock);
+    if (bytes < old) pypto_mem_trim();
+    return old;
+}
+
+/* Heap statistics: allocations served from kept blocks, cachable ones that were not, blocks
+ * released to make room, blocks and bytes kept now, the limit in bytes, and frees of pointers
+ * that were not ours (leaked; always 0 unless something is wrong). */
+void pypto_mem_stats(long *out) {
+    pthread_mutex_lock(&pp_mem_lock);
+    out[0] = pp_mem_hits;
+    out[1] = pp_mem_misses;
+    out[2] = pp_mem_evictions;
+    out[3] = pp_nkept;
+    out[4] = pp_kept_bytes;
+    out[5] = pp_keep_limit();
+    out[6] = __atomic_load_n(&pp_mem_foreign, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pp_mem_lock);
 }
 
 /* Statistics for tests and diagnostics: threads, jobs posted, wake-ups, migrations, spin µs. */

@@ -14,7 +14,11 @@ use. Settings, read when a process first runs a cached kernel:
 
 - ``PYPTO_PARALLEL_RUNTIME=halide`` keeps each kernel's own Halide thread pool;
 - ``PYPTO_SPIN_US`` (default 1000) is how long idle workers spin before they sleep; 0 never spins;
-- ``HL_NUM_THREADS`` sets the thread count, as it does for Halide's own pool.
+- ``HL_NUM_THREADS`` sets the thread count, as it does for Halide's own pool;
+- ``PYPTO_KERNEL_CACHE_MB`` (default 256): the same library serves the cached kernels' heap
+  memory (the buffers of their intermediates) and keeps freed blocks of 64 KiB or more, up to
+  this many MiB, for the next call to reuse instead of returning them to the system (munmap, then
+  a page fault per page of the next buffer); 0 keeps none. :func:`trim` releases them.
 
 Kernels compiled in memory (no C++ compiler, the cache off, GPU targets) keep Halide's pool.
 """
@@ -149,6 +153,14 @@ def install(kernel_lib: ctypes.CDLL, root: Path | None) -> bool:
     setter.argtypes = [ctypes.c_void_p]
     setter.restype = ctypes.c_void_p
     setter(ctypes.cast(lib.pypto_do_par_for, ctypes.c_void_p))
+    # The heap hooks go in together, before the kernel's first call, so that every block the
+    # kernel frees is one the pool's malloc made.
+    for name, fn in (("halide_set_custom_malloc", lib.pypto_malloc),
+                     ("halide_set_custom_free", lib.pypto_free)):
+        set_hook = getattr(kernel_lib, name)
+        set_hook.argtypes = [ctypes.c_void_p]
+        set_hook.restype = ctypes.c_void_p
+        set_hook(ctypes.cast(fn, ctypes.c_void_p))
     return True
 
 
@@ -163,9 +175,11 @@ def describe(root: Path | None) -> str:
     if not threads.isdigit() or int(threads) < 1:
         threads = str(len(os.sched_getaffinity(0)))
     spin = os.environ.get("PYPTO_SPIN_US", "").strip() or "1000"
+    keep = os.environ.get("PYPTO_KERNEL_CACHE_MB", "").strip() or "256"
     built = root is not None and any(root.glob(f"runtime/*/{LIBRARY}"))
     return (f"PyPTO's, shared by all cached kernels: {threads} threads, idle workers spin "
-            f"{spin} us (PYPTO_SPIN_US){'' if built else '; built on first use'}")
+            f"{spin} us (PYPTO_SPIN_US), freed kernel buffers kept up to {keep} MiB "
+            f"(PYPTO_KERNEL_CACHE_MB){'' if built else '; built on first use'}")
 
 
 def stats() -> dict | None:
@@ -179,3 +193,40 @@ def stats() -> dict | None:
     lib.pypto_pool_stats(out)
     return {"threads": out[0], "loops": out[1], "wakeups": out[2], "moves": out[3],
             "spin_us": out[4]}
+
+
+def memory_stats() -> dict | None:
+    """The cached kernels' heap counters, or None when PyPTO's runtime is not in use: ``reused``
+    (allocations served from a kept block), ``allocated`` (allocations of 64 KiB or more that
+    found none), ``released`` (kept blocks freed to stay within the limit), ``kept_blocks`` and
+    ``kept_bytes`` now, ``limit_bytes`` (``PYPTO_KERNEL_CACHE_MB``), and ``foreign`` (frees of
+    blocks the runtime did not make: always 0 unless something is wrong)."""
+    lib = _state.get("lib")
+    if lib is None:
+        return None
+    out = (ctypes.c_long * 7)()
+    lib.pypto_mem_stats(out)
+    return {"reused": out[0], "allocated": out[1], "released": out[2], "kept_blocks": out[3],
+            "kept_bytes": out[4], "limit_bytes": out[5], "foreign": out[6]}
+
+
+def set_memory_limit(mib: float) -> float | None:
+    """Sets how many MiB of freed kernel buffers are kept (``PYPTO_KERNEL_CACHE_MB`` for this
+    process from now on; 0 keeps none, and lowering it releases what is kept); returns the old
+    limit in MiB, or None when PyPTO's runtime is not in use."""
+    lib = _state.get("lib")
+    if lib is None:
+        return None
+    lib.pypto_mem_set_limit.restype = ctypes.c_long
+    lib.pypto_mem_set_limit.argtypes = [ctypes.c_long]
+    return lib.pypto_mem_set_limit(int(mib * (1 << 20))) / (1 << 20)
+
+
+def trim() -> int:
+    """Returns the heap blocks the cached kernels freed and the runtime kept to the system;
+    the bytes released (0 when PyPTO's runtime is not in use)."""
+    lib = _state.get("lib")
+    if lib is None:
+        return 0
+    lib.pypto_mem_trim.restype = ctypes.c_long
+    return int(lib.pypto_mem_trim())

@@ -81,6 +81,83 @@ print("ok", parallel.stats())
 """
 
 
+HEAP = """
+import ctypes, os, numpy as np, pypto
+from pypto.compiler import parallel
+rng = np.random.default_rng(5)
+x = rng.standard_normal((1, 16, 64, 64)).astype(np.float32)  # padded: 16x66x66 floats, 279 KB
+w = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
+def ref():  # direct sum over taps in float64, independent of the kernel
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((1, 8, 64, 64))
+    for a in range(3):
+        for b in range(3):
+            out += np.einsum("oc,nchw->nohw", w[:, :, a, b], xp[:, :, a:a + 64, b:b + 64])
+    return out
+want = ref()
+for _ in range(4):
+    assert np.allclose(pypto.ops.conv2d(x, w, padding=1), want, rtol=1e-4, atol=1e-3)
+print("heap", parallel.memory_stats())
+lib = parallel.pool()
+lib.pypto_malloc.restype = ctypes.c_void_p
+lib.pypto_malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+lib.pypto_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+mb = 1 << 20
+a = lib.pypto_malloc(None, mb)
+b = lib.pypto_malloc(None, mb)
+assert a != b and a % 128 == 0 and b % 128 == 0
+ctypes.memset(a, 7, mb)
+lib.pypto_free(None, a)
+c = lib.pypto_malloc(None, mb - 1000)        # a freed block of (nearly) the size comes back
+d = lib.pypto_malloc(None, mb)               # ... once only: b and c are held
+small = lib.pypto_malloc(None, mb // 4)      # a quarter of the size never takes a big block
+print("reuse", c == a, d not in (a, b), small not in (a, b, c, d))
+for p in (b, c, d, small):
+    lib.pypto_free(None, p)
+print("trim", parallel.trim(), parallel.memory_stats())
+kept = lib.pypto_malloc(None, mb)
+lib.pypto_free(None, kept)                   # kept again ...
+print("limit", parallel.set_memory_limit(0), parallel.memory_stats()["kept_bytes"])
+again = lib.pypto_malloc(None, mb)           # ... released by the lower limit; none kept now
+lib.pypto_free(None, again)
+print("none", parallel.memory_stats()["kept_bytes"])
+"""
+
+
+def test_kernel_heap_blocks_are_reused_never_while_held_and_trimmed(tmp_path):
+    out = _run(HEAP, tmp_path)
+    heap = ast.literal_eval(out.split("heap ", 1)[1].split("\n", 1)[0])
+    # four calls, one padded input each: the first allocates, the later ones reuse its block
+    assert heap["reused"] >= 3 and heap["foreign"] == 0 and heap["limit_bytes"] == 256 << 20
+    assert "reuse True True True" in out
+    trimmed = int(out.split("trim ", 1)[1].split(" ", 1)[0])
+    after = ast.literal_eval(out.split("trim ", 1)[1].split(" ", 1)[1].split("\n", 1)[0])
+    assert trimmed >= 2 << 20 and after["kept_bytes"] == 0 and after["kept_blocks"] == 0
+    assert "limit 256.0 0" in out and "none 0" in out
+
+
+def test_kernel_heap_limit_zero_keeps_nothing(tmp_path):
+    out = _run(HEAP.split("lib = parallel.pool()")[0], tmp_path, PYPTO_KERNEL_CACHE_MB="0")
+    heap = ast.literal_eval(out.split("heap ", 1)[1].strip())
+    assert heap["reused"] == 0 and heap["kept_bytes"] == 0 and heap["limit_bytes"] == 0
+
+
+def test_kernel_heap_stays_within_its_limit(tmp_path):
+    code = HEAP.split("lib = parallel.pool()")[0] + """
+lib = parallel.pool()
+lib.pypto_malloc.restype = ctypes.c_void_p
+lib.pypto_malloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+lib.pypto_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+ps = [lib.pypto_malloc(None, 600 << 10) for _ in range(3)]
+for p in ps:
+    lib.pypto_free(None, p)
+print("after", parallel.memory_stats())
+"""
+    out = _run(code, tmp_path, PYPTO_KERNEL_CACHE_MB="1")
+    after = ast.literal_eval(out.split("after ", 1)[1].strip())
+    assert after["kept_bytes"] <= 1 << 20 and after["released"] >= 1 and after["kept_blocks"] >= 1
+
+
 def _run(code, cache, **env):
     full = dict(os.environ, PYPTO_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
     full.pop("HL_NUM_THREADS", None)
@@ -133,6 +210,7 @@ def test_cache_info_names_the_pool(tmp_path, monkeypatch):
     out = CliRunner().invoke(cli, ["cache", "info"]).output
     assert "thread pool: PyPTO's, shared by all cached kernels" in out
     assert "spin 250 us" in out and "built on first use" in out
+    assert "freed kernel buffers kept up to 256 MiB" in out
     monkeypatch.setenv("PYPTO_PARALLEL_RUNTIME", "halide")
     assert "thread pool: Halide's own" in CliRunner().invoke(cli, ["cache", "info"]).output
 
