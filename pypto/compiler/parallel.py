@@ -182,17 +182,27 @@ def describe(root: Path | None) -> str:
             f"(PYPTO_KERNEL_CACHE_MB){'' if built else '; built on first use'}")
 
 
+_POOL_COUNTERS = ("threads", "loops", "wakeups", "moves", "spin_us")
+_MEM_COUNTERS = ("reused", "allocated", "released", "kept_blocks", "kept_bytes", "limit_bytes",
+                 "foreign")
+
+
+def _counters(fn: str, names: tuple) -> dict | None:
+    """The runtime's counters filled by its C function ``fn``, by ``names``; None when the
+    runtime is not in use."""
+    lib = _state.get("lib")
+    if lib is None:
+        return None
+    out = (ctypes.c_long * len(names))()
+    getattr(lib, fn)(out)
+    return dict(zip(names, out))
+
+
 def stats() -> dict | None:
     """The pool's counters, or None when it is not in use: threads (the caller included; 0 before
     the first parallel loop), parallel loops run, wake-ups of sleeping workers, workers moved off
     the caller's core, and the spin time in µs."""
-    lib = _state.get("lib")
-    if lib is None:
-        return None
-    out = (ctypes.c_long * 5)()
-    lib.pypto_pool_stats(out)
-    return {"threads": out[0], "loops": out[1], "wakeups": out[2], "moves": out[3],
-            "spin_us": out[4]}
+    return _counters("pypto_pool_stats", _POOL_COUNTERS)
 
 
 def memory_stats() -> dict | None:
@@ -201,13 +211,7 @@ def memory_stats() -> dict | None:
     found none), ``released`` (kept blocks freed to stay within the limit), ``kept_blocks`` and
     ``kept_bytes`` now, ``limit_bytes`` (``PYPTO_KERNEL_CACHE_MB``), and ``foreign`` (frees of
     blocks the runtime did not make: always 0 unless something is wrong)."""
-    lib = _state.get("lib")
-    if lib is None:
-        return None
-    out = (ctypes.c_long * 7)()
-    lib.pypto_mem_stats(out)
-    return {"reused": out[0], "allocated": out[1], "released": out[2], "kept_blocks": out[3],
-            "kept_bytes": out[4], "limit_bytes": out[5], "foreign": out[6]}
+    return _counters("pypto_mem_stats", _MEM_COUNTERS)
 
 
 def set_memory_limit(mib: float) -> float | None:
