@@ -24,8 +24,9 @@
  * buffer: the weight-gradient pipeline of an LSTM layer spent 9 of its 109 ms in malloc and free
  * and more in faults on fresh buffers. Freed blocks of at least PP_CACHE_MIN bytes are kept, up
  * to PYPTO_KERNEL_CACHE_MB MiB in all (default 256; 0 keeps none), newest last, and handed to a
- * later allocation of the same size or a little smaller; pypto_mem_trim() releases them. Written with GCC/Clang __atomic builtins, so any C or C++
- * compiler of those families builds it.
+ * later allocation of the same size or a little smaller; pypto_mem_trim() releases them.
+ *
+ * Written with GCC/Clang __atomic builtins, so any C or C++ compiler of those families builds it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
