@@ -21,7 +21,7 @@
  * allocates for its intermediates (a compute_root Func, a join, a padded input). glibc returns
  * a freed block of more than a few hundred KiB to the system, so every call paid munmap (a TLB
  * shootdown across the pool's cores) and then a page fault per 4 KiB page of the next call's
- * buffer: the weight-gradient pipeline of an LSTM layer spent 9 of its 109 ms in malloc and free
+ * buffer: the weight-gradient pipeline of an LSTM layer spent 9 of its 113 ms in malloc and free
  * and more in faults on fresh buffers. Freed blocks of at least PP_CACHE_MIN bytes are kept, up
  * to PYPTO_KERNEL_CACHE_MB MiB in all (default 256; 0 keeps none), newest last, and handed to a
  * later allocation of the same size or a little smaller; pypto_mem_trim() releases them.

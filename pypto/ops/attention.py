@@ -40,13 +40,19 @@ def _writable(a: np.ndarray) -> np.ndarray:
     return a if a.flags.writeable else np.array(a, order="C")
 
 
-def _stack(x: np.ndarray, batch: tuple) -> np.ndarray:
-    """``x`` [..., M, N] with its leading dims broadcast to ``batch``: ``x`` itself when they are
-    ``batch`` already (NumPy's broadcast view of it would be read-only, and copied), else a dense
-    copy of the broadcast."""
-    if tuple(x.shape[:-2]) == tuple(batch):
+def _dense_to(x: np.ndarray, shape: tuple) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as an array a kernel reads in place: ``x`` itself when it has
+    that shape already (NumPy's broadcast view of it would be read-only, and copied), else a
+    dense copy of the broadcast."""
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
         return x
-    return _writable(np.broadcast_to(x, tuple(batch) + tuple(x.shape[-2:])))
+    return _writable(np.broadcast_to(x, shape))
+
+
+def _stack(x: np.ndarray, batch: tuple) -> np.ndarray:
+    """``x`` [..., M, N] with its leading dims broadcast to ``batch`` (see :func:`_dense_to`)."""
+    return _dense_to(x, tuple(batch) + tuple(x.shape[-2:]))
 
 
 def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, lengths=None,
@@ -237,9 +243,7 @@ def _masked_frontend(q, k, v, attn_mask, is_causal, lengths, kv_lengths, kw):
             raise ShapeError(f"{name}: attn_mask of shape {mask.shape} does not broadcast to "
                              f"the scores' shape {tuple(want)} ([..., S, L])")
         if batch is not None:
-            if tuple(mask.shape) != tuple(want):
-                mask = _writable(np.broadcast_to(mask, want))
-            mask = mask.reshape((1, -1, S, L))
+            mask = _dense_to(mask, want).reshape((1, -1, S, L))
         else:
             mask = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
     if lengths is None and kv_lengths is None:
