@@ -6,6 +6,7 @@ It prints the median time of each call position over the rounds, and the process
 call over wall time (about 2 when both cores of a 2-core machine work, 1 when one does).
 
     python benchmarks/bench_idle_pause.py                 # matmul 512^3 with out=
+    python benchmarks/bench_idle_pause.py --op matmul256  # matmul 256^3 with out=
     python benchmarks/bench_idle_pause.py --op sum_rows   # row sums of [4096, 1024]
 """
 
@@ -22,9 +23,10 @@ import json, sys, time
 import numpy as np
 op, lib, rounds, calls = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rng = np.random.default_rng(0)
-if op == "matmul":
-    a = rng.random((512, 512), dtype=np.float32); b = rng.random((512, 512), dtype=np.float32)
-    out = np.empty((512, 512), np.float32)
+if op.startswith("matmul"):
+    n = int(op[6:] or 512)
+    a = rng.random((n, n), dtype=np.float32); b = rng.random((n, n), dtype=np.float32)
+    out = np.empty((n, n), np.float32)
     if lib == "numpy":
         f = lambda: np.matmul(a, b, out=out)
     else:
@@ -62,7 +64,7 @@ CANDIDATES = [("pypto (PyPTO's pool)", "pypto", {}),
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--op", choices=("matmul", "sum_rows"), default="matmul")
+    ap.add_argument("--op", choices=("matmul", "matmul256", "sum_rows"), default="matmul")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--calls", type=int, default=8)
     args = ap.parse_args()

@@ -10,8 +10,8 @@
  * This pool replaces halide_do_par_for in every kernel (halide_set_custom_do_par_for). Its
  * workers spin for a bounded time after their last task (PYPTO_SPIN_US, default 1000 µs; 0 turns
  * spinning off) before they sleep, so the calls of a program or a model step find them running.
- * A worker woken on the core of the thread that posted the work moves itself to another allowed
- * core. Nested parallel loops are supported: a thread that waits for its loop helps run any open
+ * Sleeping workers are woken off the poster's core (pp_aim_sleepers); one that still wakes there
+ * moves itself to another allowed core (pp_steer). Nested parallel loops are supported: a thread that waits for its loop helps run any open
  * loop meanwhile. Async tasks (halide_do_parallel_tasks) stay with each kernel's own runtime.
  *
  * The thread count is HL_NUM_THREADS when set, else the number of cores this process may use;
@@ -65,6 +65,11 @@ static unsigned pp_generation;  /* bumped when a job is posted (atomic) */
 static int pp_sleepers;         /* workers waiting on pp_wake; guarded by pp_lock */
 static int pp_started;          /* workers created (0 until first use, or after fork) */
 static int pp_workers;          /* worker threads, not counting callers */
+static pthread_t pp_threads[PP_MAX_THREADS];
+static char pp_asleep[PP_MAX_THREADS];   /* worker t waits on pp_wake; guarded by pp_lock */
+static char pp_aimed[PP_MAX_THREADS];    /* worker t's affinity was narrowed to wake it elsewhere */
+static long pp_aims;                     /* sleeping workers so aimed */
+static cpu_set_t pp_allowed;             /* the cores this process may use (at pool start) */
 static long pp_spin_ns = 1000000;
 static int pp_poster_cpu = -1;  /* core of the last thread that posted a job (atomic) */
 static long pp_migrations;      /* statistics (atomic) */
@@ -136,8 +141,30 @@ static void pp_steer(void) {
     }
 }
 
+/* Narrows each sleeping worker's affinity to the cores other than the poster's, before it is
+ * woken (called with pp_lock held). Left to itself the scheduler often wakes a worker on the
+ * core of the thread that woke it, whose work it then cannot share; pp_steer moves it after, but
+ * on a VM the move waits for the other, idle vCPU to be scheduled again. Two cores, matmul 256^3
+ * after a 0.3 s pause: the worker took no task in the first five calls (it ran one thread's
+ * speed, 0.33 ms against 0.2 in steady state; OpenBLAS 0.22 from its second call). The worker
+ * restores its affinity once awake. */
+static void pp_aim_sleepers(void) {
+    int here = sched_getcpu();
+    if (here < 0 || !CPU_ISSET(here, &pp_allowed)) return;
+    cpu_set_t others = pp_allowed;
+    CPU_CLR(here, &others);
+    if (CPU_COUNT(&others) == 0) return;
+    for (int t = 0; t < pp_workers; t++) {
+        if (pp_asleep[t] && !pp_aimed[t] &&
+            pthread_setaffinity_np(pp_threads[t], sizeof others, &others) == 0) {
+            pp_aimed[t] = 1;
+            __atomic_fetch_add(&pp_aims, 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
 static void *pp_worker(void *arg) {
-    (void)arg;
+    const int me = (int)(intptr_t)arg;
     for (;;) {
         int i;
         pp_job *j = pp_claim(&i);
@@ -162,11 +189,17 @@ static void *pp_worker(void *arg) {
         int slept = 0;
         while (__atomic_load_n(&pp_generation, __ATOMIC_ACQUIRE) == seen) {
             pp_sleepers++;
+            pp_asleep[me] = 1;
             pthread_cond_wait(&pp_wake, &pp_lock);
+            pp_asleep[me] = 0;
             pp_sleepers--;
             slept = 1;
         }
+        int aimed = pp_aimed[me];
+        pp_aimed[me] = 0;
         pthread_mutex_unlock(&pp_lock);
+        if (aimed) /* woken off the poster's core: free to roam again, staying where it is */
+            pthread_setaffinity_np(pthread_self(), sizeof pp_allowed, &pp_allowed);
         if (slept) {
             __atomic_fetch_add(&pp_wakeups, 1, __ATOMIC_RELAXED);
             pp_steer();
@@ -200,6 +233,7 @@ static void pp_start(void) {
     cpu_set_t allowed;
     CPU_ZERO(&allowed);
     int ncpu = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+    pp_allowed = allowed;
     int threads = ncpu > 0 ? ncpu : (int)sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("HL_NUM_THREADS");
     if (env && *env && atoi(env) > 0) threads = atoi(env);
@@ -211,7 +245,9 @@ static void pp_start(void) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &attr, pp_worker, NULL) == 0) made++;
+        pp_asleep[made] = pp_aimed[made] = 0;
+        if (pthread_create(&th, &attr, pp_worker, (void *)(intptr_t)made) == 0)
+            pp_threads[made++] = th;
         pthread_attr_destroy(&attr);
     }
     pp_workers = made;
@@ -247,7 +283,10 @@ int pypto_do_par_for(void *user_context, pp_task_t fn, int min, int size, uint8_
     pp_jobs = &job;
     __atomic_fetch_add(&pp_generation, 1, __ATOMIC_ACQ_REL);
     if (pp_sleepers > 0) {
-        if (size - 1 >= pp_sleepers) pthread_cond_broadcast(&pp_wake);
+        if (size - 1 >= pp_sleepers) {
+            pp_aim_sleepers(); /* all of them wake, so none stays narrowed */
+            pthread_cond_broadcast(&pp_wake);
+        }
         else for (int k = 0; k < size - 1; k++) pthread_cond_signal(&pp_wake);
     }
     pthread_mutex_unlock(&pp_lock);
@@ -421,13 +460,15 @@ void pypto_mem_stats(long *out) {
     pthread_mutex_unlock(&pp_mem_lock);
 }
 
-/* Statistics for tests and diagnostics: threads, jobs posted, wake-ups, migrations, spin µs. */
+/* Statistics for tests and diagnostics: threads, jobs posted, wake-ups, migrations, spin µs,
+ * sleeping workers aimed off the poster's core. */
 void pypto_pool_stats(long *out) {
     out[0] = __atomic_load_n(&pp_started, __ATOMIC_ACQUIRE) ? pp_workers + 1 : 0;
     out[1] = __atomic_load_n(&pp_jobs_posted, __ATOMIC_RELAXED);
     out[2] = __atomic_load_n(&pp_wakeups, __ATOMIC_RELAXED);
     out[3] = __atomic_load_n(&pp_migrations, __ATOMIC_RELAXED);
     out[4] = pp_spin_ns / 1000;
+    out[5] = __atomic_load_n(&pp_aims, __ATOMIC_RELAXED);
 }
 
 #ifdef __cplusplus

@@ -179,7 +179,7 @@ def test_cached_kernels_share_the_pool_and_it_runs_every_index_once(tmp_path):
 def test_settings_halide_pool_thread_count_and_spin(tmp_path):
     assert "stats None" in _run(KERNEL, tmp_path, PYPTO_PARALLEL_RUNTIME="halide")
     out = _run(KERNEL, tmp_path, HL_NUM_THREADS="1", PYPTO_SPIN_US="0")
-    assert "'threads': 1," in out and "'spin_us': 0}" in out
+    assert "'threads': 1," in out and "'spin_us': 0," in out
 
 
 def test_a_damaged_pool_library_is_rebuilt(tmp_path):
@@ -225,3 +225,31 @@ def test_a_pool_library_others_could_write_is_never_loaded(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "stats None" in r.stdout  # Halide's own pools ran the kernel (and it was right)
     assert "parallel runtime is unavailable" in r.stderr and "writable" in r.stderr, r.stderr
+
+
+AIM = KERNEL + """
+import time
+assert parallel.stats()["threads"] == 2
+for _ in range(4):
+    time.sleep(0.05)          # with PYPTO_SPIN_US=0 the worker is asleep: the next loop wakes it
+    check()
+st = parallel.stats()
+assert st["wakeups"] >= 4 and st["aimed"] >= 4, st
+time.sleep(0.05)
+# every thread, the woken worker included, is back to the process's cores
+want = sorted(os.sched_getaffinity(0))
+for tid in os.listdir("/proc/self/task"):
+    assert sorted(os.sched_getaffinity(int(tid))) == want, (tid, os.sched_getaffinity(int(tid)))
+print("aim ok", st)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two allowed cores")
+def test_a_sleeping_worker_is_woken_off_the_callers_core_and_restored(tmp_path):
+    env = dict(os.environ, PYPTO_CACHE_DIR=str(tmp_path), PYPTO_SPIN_US="0", HL_NUM_THREADS="2")
+    env.pop("PYPTO_PARALLEL_RUNTIME", None)
+    r = subprocess.run([sys.executable, "-c", AIM], env=env, cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "aim ok" in r.stdout
