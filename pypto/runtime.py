@@ -15,6 +15,7 @@ from typing import Any
 import halide as hl
 import numpy as np
 
+from .compiler import diskcache as _diskcache
 from .compiler import jit as _jit
 from .compiler import targets as _targets
 from .errors import DtypeError, ExecutionError, ShapeError
@@ -254,6 +255,10 @@ def _out_name(i: int, n: int, names: Sequence[str]) -> str:
 def out_arrays(op_name: str, out: Any, n: int | None, names: Sequence[str] = ()) -> tuple:
     """``out`` as a tuple of ``n`` (any number when None) writeable, C-contiguous NumPy arrays
     (what can be checked before a call runs); raises ParamError naming what is wrong otherwise."""
+    if type(out) is np.ndarray and (n is None or n == 1):
+        flags = out.flags     # the usual call, one dense writeable array: checked in 0.1 us
+        if flags.writeable and flags.c_contiguous:
+            return (out,)
     from .errors import ParamError
 
     outs = (out,) if isinstance(out, np.ndarray) else out
@@ -551,7 +556,7 @@ def _same_bytes(a, b) -> bool:
     """True when ``b`` is a reshape of ``a``: both C-ordered views of the same memory."""
     return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype
             and a.size == b.size and a.flags.c_contiguous and b.flags.c_contiguous
-            and a.ctypes.data == b.ctypes.data)
+            and _diskcache.data_address(a) == _diskcache.data_address(b))
 
 
 def _public_plan(op, args, rec: list, result) -> _PublicPlan | None:

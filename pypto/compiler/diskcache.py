@@ -227,6 +227,14 @@ def _data_offset_works() -> bool:
 _RAW_POINTERS = _data_offset_works()
 
 
+def data_address(a: np.ndarray) -> int | None:
+    """The address of ndarray ``a``'s data, as ``a.ctypes.data`` gives it, for a tenth of the cost
+    (that builds two objects per call: ~1.8 us here, a fifth of a small call's budget)."""
+    if _RAW_POINTERS:
+        return _pointer_at(id(a) + _DATA_AT).value
+    return a.ctypes.data
+
+
 class Launcher:
     """Calls one cached kernel again and again on arrays of one fixed layout.
 

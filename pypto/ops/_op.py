@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.diskcache import data_address
 from ..compiler.lower import Dims  # what an algorithm receives as ``dims``; made by lowering
 from ..errors import OpDefinitionError, ParamError
 from .. import runtime as _runtime
@@ -302,25 +303,24 @@ class Op:
         this kernel) the result is checked against ``out`` and copied into it once. Frontends
         need no code for this: new ops get ``out=`` by being declared.
         """
-        from ..runtime import out_arrays, out_stats, overlaps, pending_out
-
+        rt = _runtime
         # What can be checked before anything runs; shapes and dtypes are checked against the
         # kernel's outputs when it is called, and against the frontend's result here after.
         # The count is the public result's, which may differ from the kernel's (a frontend that
         # splits or combines outputs), so any count is taken here and compared after the call.
-        outs = out_arrays(self.name, out, None)
+        outs = rt.out_arrays(self.name, out, None)
         # ``out`` over one of the arguments: the kernels must not write it while the frontend
         # may still read that argument, so it is not offered to them (this is the one check for
         # the offered out=): the result is computed new and copied in.
-        pend = [None if overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
-        token = pending_out.set(pend)
+        pend = [None if rt.overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
+        token = rt.pending_out.set(pend)
         try:
             if self.frontend is not None:
                 result = self.frontend(*args, **kwargs)
             else:
                 result = _call_op(self, args, kwargs)
         finally:
-            pending_out.reset(token)
+            rt.pending_out.reset(token)
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(outs):
             from ..errors import ParamError
@@ -341,11 +341,11 @@ class Op:
 
                 raise DtypeError(f"{self.name}: {what} has dtype {o.dtype}; expected {r.dtype} "
                                  f"(the dtype of the result)")
-            if r.strides == o.strides and r.ctypes.data == o.ctypes.data:
-                out_stats["in_place"] += 1
+            if r is o or (r.strides == o.strides and data_address(r) == data_address(o)):
+                rt.out_stats["in_place"] += 1
             else:
                 np.copyto(o, r)   # NumPy copies through a temporary where the two overlap
-                out_stats["copied"] += 1
+                rt.out_stats["copied"] += 1
         return out
 
     def kernel_ref(self, *arrays, **params):

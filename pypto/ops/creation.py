@@ -136,7 +136,8 @@ def _diagonal_of(the_op, x, offset, axis1, axis2):
     rest = [i for i in range(x.ndim) if i not in (a1, a2)]
     shape = tuple(x.shape[i] for i in rest) + (_diag_len(m, n, offset),)
     outs = _take_out(the_op, [shape], x.dtype) if the_op is not diagonal else None
-    moved = np.transpose(x, rest + [a1, a2]).reshape(-1, m, n)
+    order = rest + [a1, a2]
+    moved = (x if order == list(range(x.ndim)) else np.transpose(x, order)).reshape(-1, m, n)
     out = diagonal.kernel(moved, offset=offset,
                           out=outs[0].reshape(-1, shape[-1]) if outs else None)
     return outs[0] if outs else out.reshape(shape)

@@ -158,6 +158,26 @@ def test_the_data_pointer_shortcut_agrees_with_numpy():
     a = np.arange(10.0)[3:]
     got = diskcache._pointer_at(id(a) + diskcache._DATA_AT).value
     assert got == a.ctypes.data
+    base = np.zeros((6, 8), np.float32)
+    for view in (base, base[2:], base[:, 3:], base.T, base[1:, 1:].reshape(-1)[5:], base[::2]):
+        assert diskcache.data_address(view) == view.ctypes.data
+
+
+def test_out_is_written_in_place_only_where_the_result_is_out_itself():
+    # diagonal's frontend returns a reshape of the kernel's output: out= into a dense array is
+    # filled by the kernel itself; into a view of a larger array (shifted start) it still is,
+    # and the result compares equal to NumPy's either way.
+    x = _x((3, 5, 5), np.float32, seed=4)
+    want = np.diagonal(x, 0, 1, 2)
+    before = dict(runtime.out_stats)
+    out = np.empty((3, 5), np.float32)
+    assert P.diagonal(x, 0, 1, 2, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    assert runtime.out_stats["in_place"] == before["in_place"] + 1
+    big = np.full((4, 5), 7.0, np.float32)
+    assert P.diagonal(x, 0, 1, 2, out=big[1:]) is not None
+    np.testing.assert_array_equal(big[1:], want)
+    np.testing.assert_array_equal(big[0], np.full(5, 7.0, np.float32))
 
 
 def test_the_same_array_twice_does_not_fix_where_later_arguments_come_from():
