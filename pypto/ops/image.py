@@ -345,10 +345,13 @@ def resize_bilinear(x, *, height, width, align_corners, dims):
     y0, x0, ly, lx = ylo[oh], xlo[ow], ywt[oh], xwt[ow]
     y1, x1 = hl.min(y0 + 1, dims.H - 1), hl.min(x0 + 1, dims.W - 1)
     one = hl.cast(t, 1)
-    top = (one - lx) * x[x0, y0, b] + lx * x[x1, y0, b]
-    bot = (one - lx) * x[x0, y1, b] + lx * x[x1, y1, b]
+    # Along the rows first, then across them: ``rows`` is an input row interpolated at the
+    # output columns, which the schedule can compute once for the output rows that read it.
+    y = hl.Var("y")
+    rows = hl.Func("rows")
+    rows[ow, y, b] = (one - lx) * x[x0, y, b] + lx * x[x1, y, b]
     out = hl.Func("out")
-    out[ow, oh, b] = (one - ly) * top + ly * bot
+    out[ow, oh, b] = (one - ly) * rows[ow, y0, b] + ly * rows[ow, y1, b]
     return out
 
 

@@ -152,6 +152,20 @@ def test_resize_shapes(dtype, align_corners):
         check("resize_bilinear", rand((31, 20), dtype).T, 13, 40, align_corners=align_corners)
 
 
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("shape, size", [
+    ((3, 200, 150), (301, 257)),    # blocks of output rows per task, the last block shifted in
+    ((6, 20, 31), (3, 8192)),       # too few rows for blocks: one image per task
+    ((2, 1000, 900), (127, 300)),   # shrinking: a task's rows read more input rows than it has
+    ((1, 64, 48), (96, 72)),        # one image, few elements: computed up front, no threads
+])
+def test_resize_every_schedule_branch(shape, size, align_corners):
+    # The default schedule interpolates the input rows a task reads first (``rows``), in blocks
+    # of output rows of one image, per image, or once for all: each agrees with the reference.
+    check("resize_bilinear", rand(shape, "float32", seed=sum(size)), *size,
+          align_corners=align_corners)
+
+
 def test_resize_known_values():
     # Values of torch.nn.functional.interpolate(mode="bilinear") on a 2x2 image.
     x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)

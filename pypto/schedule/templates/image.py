@@ -58,12 +58,32 @@ template("sobel")(_separable(["hdiff", "hsmooth"], lambda p: 1))
 
 @template("resize_bilinear")
 def _resize_bilinear(built, dims, lanes):
-    """The generic output schedule; the column indices and weights are computed once, up front
-    (the row ones are hoisted out of the column loop by the compiler)."""
-    out = output_directives("out", built.funcs["out"].args, dims, lanes)
-    ow = dims.get("OW", 1)
+    """Blocks of output rows of one image are the parallel tasks; a task first interpolates the
+    input rows it reads along the columns (``rows``, two gathers per output column), then each
+    output row from two of them (contiguous loads). The column indices and weights are computed
+    once, up front (the row ones are hoisted out of the column loop by the compiler).
+
+    3 x 1024^2 to 1536^2 float32, two threads, ``out=``, after a pause: parallel over the three
+    images with four gathers per output element, 8.2 ms (torch 5.6); over blocks of rows, 6.6
+    (torch 5.4); this schedule, 4.0-4.3 (torch 5.3-7.1, its spread in the same sitting)."""
+    OW, OH, B = dims.get("OW", 1), dims.get("OH", 1), dims.get("B", 1)
+    out: list = []
+    if OW >= lanes:
+        out.append(D("vectorize", "out", var="ow", factor=lanes))
+    per_task = max(1, MIN_TASK_ELEMS // max(OW, 1))
+    if OW * OH * B >= 2 * MIN_TASK_ELEMS and OH >= 2 * per_task:
+        out += [D("split", "out", var="oh", outer="oho", inner="ohi", factor=per_task),
+                D("fuse", "out", inner="oho", outer="b", fused="task"),
+                D("parallel", "out", var="task"),
+                D("compute_at", "rows", at="out", var="task")]
+    elif B >= 2 and OW * OH * B >= 2 * MIN_TASK_ELEMS:
+        out += [D("parallel", "out", var="b"), D("compute_at", "rows", at="out", var="b")]
+    else:
+        out.append(D("compute_root", "rows"))
+    if OW >= lanes:
+        out.append(D("vectorize", "rows", var="ow", factor=lanes))
     for f in ("xlo", "xwt"):
         out.append(D("compute_root", f))
-        if ow >= lanes:
+        if OW >= lanes:
             out.append(D("vectorize", f, var="ow", factor=lanes))
     return out
