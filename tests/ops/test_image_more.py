@@ -298,6 +298,17 @@ def test_resize_bicubic_against_torch(dtype):
     assert_close(P.resize_bicubic(x, 13, 17), x)
 
 
+def test_resizes_and_warps_with_few_images_share_their_rows_out():
+    # Three images on two threads: the default schedules cut tasks from the images' rows (the
+    # batch fused with the rows inside it); the results are the reference's.
+    x = rand((3, 120, 90), "float32", seed=3)
+    check("resize_nearest", x, 181, 135)
+    check("resize_bicubic", x, 181, 135)
+    check("warp_affine", x, _rot(0.2, 3.0, -1.0), size=(130, 100))
+    check("warp_perspective", x, np.array([[1.0, 0.05, 2.0], [0.02, 0.9, -1.0], [1e-4, 2e-4, 1.0]]),
+          size=(130, 100))
+
+
 def test_resize_errors():
     x = rand((8, 9))
     with pytest.raises(ParamError, match="'mode' must be one of"):

@@ -155,7 +155,7 @@ for _name in ("rgb_to_gray", "rgb_to_hsv", "hsv_to_rgb", "rgb_to_yuv", "yuv_to_r
 @template("resize_nearest")
 def _resize_nearest(built, dims, lanes):
     """The generic output schedule with the row and column indices computed once, up front."""
-    ds = output_directives("out", built.funcs["out"].args, dims, lanes)
+    ds = output_directives("out", built.funcs["out"].args, dims, lanes, fuse_rows=True)
     ds += [D("compute_root", "rows"), D("compute_root", "cols")]
     return ds
 
@@ -164,7 +164,7 @@ def _resize_nearest(built, dims, lanes):
 def _resize_bicubic(built, dims, lanes):
     """Tap indices and weights once per axis; the horizontal pass over every input row it needs
     (in parallel, vectorized along the output columns), then the vertical pass."""
-    ds = output_directives("out", built.funcs["out"].args, dims, lanes)
+    ds = output_directives("out", built.funcs["out"].args, dims, lanes, fuse_rows=True)
     for f in ("xi", "xw", "yi", "yw"):
         ds.append(D("compute_root", f))
     OW = dims.get("OW", 1)
@@ -180,7 +180,7 @@ def _resize_bicubic(built, dims, lanes):
 def _warp(built, dims, lanes):
     """The output in vectors along its rows, rows in parallel; the 3 x 3 inverse per image is
     computed once, up front."""
-    return output_directives("out", built.funcs["out"].args, dims, lanes) + [
+    return output_directives("out", built.funcs["out"].args, dims, lanes, fuse_rows=True) + [
         D("compute_root", "inv")]
 
 
