@@ -303,24 +303,23 @@ class Op:
         this kernel) the result is checked against ``out`` and copied into it once. Frontends
         need no code for this: new ops get ``out=`` by being declared.
         """
-        rt = _runtime
         # What can be checked before anything runs; shapes and dtypes are checked against the
         # kernel's outputs when it is called, and against the frontend's result here after.
         # The count is the public result's, which may differ from the kernel's (a frontend that
         # splits or combines outputs), so any count is taken here and compared after the call.
-        outs = rt.out_arrays(self.name, out, None)
+        outs = _runtime.out_arrays(self.name, out, None)
         # ``out`` over one of the arguments: the kernels must not write it while the frontend
         # may still read that argument, so it is not offered to them (this is the one check for
         # the offered out=): the result is computed new and copied in.
-        pend = [None if rt.overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
-        token = rt.pending_out.set(pend)
+        pend = [None if _runtime.overlaps(outs, [*args, *kwargs.values()]) else self, out, False]
+        token = _runtime.pending_out.set(pend)
         try:
             if self.frontend is not None:
                 result = self.frontend(*args, **kwargs)
             else:
                 result = _call_op(self, args, kwargs)
         finally:
-            rt.pending_out.reset(token)
+            _runtime.pending_out.reset(token)
         results = result if isinstance(result, tuple) else (result,)
         if len(results) != len(outs):
             from ..errors import ParamError
@@ -342,10 +341,10 @@ class Op:
                 raise DtypeError(f"{self.name}: {what} has dtype {o.dtype}; expected {r.dtype} "
                                  f"(the dtype of the result)")
             if r is o or (r.strides == o.strides and data_address(r) == data_address(o)):
-                rt.out_stats["in_place"] += 1
+                _runtime.out_stats["in_place"] += 1
             else:
                 np.copyto(o, r)   # NumPy copies through a temporary where the two overlap
-                rt.out_stats["copied"] += 1
+                _runtime.out_stats["copied"] += 1
         return out
 
     def kernel_ref(self, *arrays, **params):

@@ -175,8 +175,10 @@ def test_out_is_written_in_place_only_where_the_result_is_out_itself():
     np.testing.assert_array_equal(out, want)
     assert runtime.out_stats["in_place"] == before["in_place"] + 1
     big = np.full((4, 5), 7.0, np.float32)
-    assert P.diagonal(x, 0, 1, 2, out=big[1:]) is not None
+    view = big[1:]
+    assert P.diagonal(x, 0, 1, 2, out=view) is view
     np.testing.assert_array_equal(big[1:], want)
+    assert runtime.out_stats["in_place"] == before["in_place"] + 2
     np.testing.assert_array_equal(big[0], np.full(5, 7.0, np.float32))
 
 
