@@ -76,3 +76,77 @@ def test_values_at_the_host_width(hw, c, o):
             want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + hw, j:j + hw],
                               w[:, :, i, j].astype(np.float64))
     assert_close(P.conv2d(x, w, b, padding=1), want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+# -- output channels as vector lanes ---------------------------------------------------------------
+def _conv_ref(x, w, b, stride, pad):
+    """float64 direct convolution by kernel taps (einsum per tap), written apart from the op."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    want = np.zeros((n, o, oh, ow)) + b.astype(np.float64)[None, :, None, None]
+    for i in range(kh):
+        for j in range(kw):
+            view = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            want += np.einsum("nchw,oc->nohw", view, w[:, :, i, j].astype(np.float64))
+    return want
+
+
+def _run_plan(directives, params, dims, arrays, target=None):
+    from pypto.compiler.jit import compile_built
+    from pypto.runtime import run_kernel
+
+    built = build(P.conv2d, ("float32",) * 3, params)
+    k = compile_built(built, Schedule(op="conv2d", directives=tuple(directives)),
+                      target or targets.current(), source="test")
+    out = [np.full((dims["N"], dims["O"], dims["OH"], dims["OW"]), np.nan, np.float32)]
+    run_kernel(k, P.conv2d, arrays, dims, out=out)
+    return out[0]
+
+
+@pytest.mark.parametrize("n, c, o, hw, k, stride, tile", [
+    (1, 64, 64, 56, 3, 1, (28, 1)),      # the ResNet layer: two tiles per row
+    (2, 16, 32, 30, 3, 1, (7, 4)),       # tiles overlapping at the row's end and the bottom
+    (1, 8, 16, 23, 5, 2, (5, 3)),        # stride 2, 5 x 5 taps, tails both ways
+    (3, 3, 16, 20, 1, 1, (6, 2)),        # 1 x 1 taps, three channels in
+])
+def test_a_channel_lane_plan_is_right(n, c, o, hw, k, stride, tile):
+    pad = k // 2
+    params = {**PARAMS, "stride_h": stride, "stride_w": stride, "pad_h": pad, "pad_w": pad}
+    oh = (hw + 2 * pad - k) // stride + 1
+    dims = {"N": n, "C": c, "H": hw, "W": hw, "O": o, "CG": c, "KH": k, "KW": k, "OH": oh,
+            "OW": oh}
+    x, w, b = rand((n, c, hw, hw), seed=4), rand((o, c, k, k), seed=5), rand((o,), seed=6)
+    built = build(P.conv2d, ("float32",) * 3, params)
+    ds = T._conv2d_channel_lanes(built, dims, 16, *tile)
+    assert any(d.op == "wrap" for d in ds)      # the weights are restaged, channels innermost
+    got = _run_plan(ds, params, dims, [x, w, b])
+    assert_close(got, _conv_ref(x, w, b, stride, pad).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_the_avx2_channel_lane_plan_is_right():
+    dims = _dims(30, 16, 24)
+    x, w, b = rand((1, 16, 30, 30), seed=7), rand((24, 16, 3, 3), seed=8), rand((24,), seed=9)
+    built = build(P.conv2d, ("float32",) * 3, PARAMS)
+    ds = T._conv2d_channel_lanes(built, dims, 8, 6, 2)
+    target = targets.parse("x86-64-avx2") if targets.current().has_feature(
+        hl.TargetFeature.AVX2) else None
+    got = _run_plan(ds, PARAMS, dims, [x, w, b], target)
+    assert_close(got, _conv_ref(x, w, b, 1, 1).astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_the_default_takes_channel_lanes_where_the_column_tile_wastes_work():
+    built = build(P.conv2d, ("float32",) * 3, PARAMS)
+    # 56 columns in vectors of 16: the last vector of a row is half outside; 28 x 1 pixels fit
+    assert T._channel_lane_tile(built, _dims(56), 16) == (28, 1)
+    # 112 columns are whole vectors; 28 x 28 is too small to pay for restaging the weights
+    assert T._channel_lane_tile(built, _dims(112), 16) is None
+    assert T._channel_lane_tile(built, _dims(28), 16) is None
+    # output channels that are not whole vectors, and grouped convolutions, keep the columns
+    assert T._channel_lane_tile(built, _dims(56, 64, 40), 16) is None
+    grouped = build(P.conv2d, ("float32",) * 3, {**PARAMS, "groups": 2})
+    assert T._channel_lane_tile(grouped, {**_dims(56), "CG": 32}, 16) is None
+    # the template itself: channel lanes at 56, columns at 112
+    assert any(d.op == "wrap" for d in T._conv2d_default(built, _dims(56), 16))
+    assert not any(d.op == "wrap" for d in T._conv2d_default(built, _dims(112), 16))
