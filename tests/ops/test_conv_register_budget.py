@@ -150,3 +150,30 @@ def test_the_default_takes_channel_lanes_where_the_column_tile_wastes_work():
     # the template itself: channel lanes at 56, columns at 112
     assert any(d.op == "wrap" for d in T._conv2d_default(built, _dims(56), 16))
     assert not any(d.op == "wrap" for d in T._conv2d_default(built, _dims(112), 16))
+
+
+def test_the_stride1_transposed_convolution_takes_the_channel_lane_plan():
+    """conv_transpose2d at stride 1 has conv2d's loops (its weight [C, O, KH, KW] restaged
+    with O innermost): the plan is taken where conv2d's would be, and is right."""
+    torch = pytest.importorskip("torch")
+
+    from pypto.compiler.jit import compile_built
+    from pypto.runtime import run_kernel
+    from pypto.schedule.templates import conv as TC
+
+    params = {"stride_h": 1, "stride_w": 1, "pad_h": 1, "pad_w": 1, "out_pad_h": 0,
+              "out_pad_w": 0, "dil_h": 1, "dil_w": 1, "groups": 1}
+    dims = {"N": 1, "C": 24, "H": 40, "W": 40, "OG": 32, "KH": 3, "KW": 3, "O": 32, "OH": 40,
+            "OW": 40}
+    built = build(P.conv_transpose2d, ("float32",) * 3, params)
+    ds = TC._stride1_as_conv2d(built, dims, 16)
+    assert any(d.op == "wrap" for d in ds)
+    x, w, b = rand((1, 24, 40, 40), seed=10), rand((24, 32, 3, 3), seed=11), rand((32,), seed=12)
+    k = compile_built(built, Schedule(op="conv_transpose2d", directives=tuple(ds)),
+                      targets.current(), source="test")
+    out = [np.full((1, 32, 40, 40), np.nan, np.float32)]
+    run_kernel(k, P.conv_transpose2d, [x, w, b], dims, out=out)
+    want = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x).double(), torch.from_numpy(w).double(), torch.from_numpy(b).double(),
+        padding=1).numpy()
+    assert_close(out[0], want.astype(np.float32), rtol=1e-4, atol=1e-4)

@@ -18,7 +18,8 @@ import numpy as np
 from ..defaults import D, output_directives, template
 from ..directives import rename_funcs
 from .linalg import _fit_matmul, _lanes_for, gemm_directives
-from .nn import (KW_UNROLL, MAX_ACC, REGISTERS, SLAB_BYTES, _conv2d, _conv_tile, _parallel_blocks,
+from .nn import (KW_UNROLL, MAX_ACC, REGISTERS, SLAB_BYTES, _channel_lane_tile, _conv2d,
+                 _conv2d_channel_lanes, _conv_tile, _parallel_blocks,
                  _tile_split, _tiles, _vec, register_budget)
 
 
@@ -302,6 +303,9 @@ def _stride1_as_conv2d(built, dims, lanes) -> list:
     ResNet layer (64 channels, 56 x 56, 3 x 3, pad 1) the per-plane phase schedule took about
     10.5 ms on one thread, this one 3.5 (conv2d 3.4; under load)."""
     names = {"iw": "i0", "ih": "i1"}
+    tile = _channel_lane_tile(built, dims, lanes)
+    if tile is not None:
+        return _conv2d_channel_lanes(built, dims, lanes, *tile, pad_vars=("i0", "ic", "i1", "inb"))
     out = []
     for d in _conv2d(built, dims, lanes):
         if d.func == "x_pad":

@@ -187,11 +187,11 @@ def _channel_lane_tile(built, dims, lanes) -> tuple[int, int] | None:
     p = built.params
     O, OW, OH = dims["O"], dims["OW"], dims["OH"]
     if (p.get("groups", 1) != 1 or lanes < 4 or O % lanes or
-            dims["N"] * OH * OW < LANE_MIN_PIXELS or built.op.name != "conv2d"):
+            dims["N"] * OH * OW < LANE_MIN_PIXELS or built.op.name not in _LANE_WEIGHTS):
         return None
     budget = register_budget(built, lanes)
     max_acc = budget[0] - 3                    # the weight vector and two spare registers
-    steps = dims["CG"] * dims["KH"] * dims["KW"]
+    steps = dims.get("CG", dims["C"]) * dims["KH"] * dims["KW"]     # (groups are 1)
     best, best_cost = None, math.inf
     # A tile costs its reduction steps (one FMA per accumulator, each with its broadcast load,
     # and one weight load) and its output: lanes x rows stores of a row segment, which are apart
@@ -212,14 +212,25 @@ def _channel_lane_tile(built, dims, lanes) -> tuple[int, int] | None:
     return best if col_waste > lane_waste + LANE_MIN_GAIN else None
 
 
-def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int) -> list:
+#: The ops with conv2d's loops that take the channel-lane tile, and the order of their weights'
+#: loops in the restaged copy: the output channel's first (the weight's dims innermost first,
+#: ``_0`` the kernel column; conv2d's weight is [O, C, KH, KW], the stride-1 transposed
+#: convolution's [C, O, KH, KW]), then the kernel column, row and the input channel.
+_LANE_WEIGHTS = {"conv2d": ["_3", "_0", "_1", "_2"],
+                 "conv_transpose2d": ["_2", "_0", "_1", "_3"]}
+
+
+def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int, pad_vars=("iw", "ic", "ih", "inb")
+                          ) -> list:
     """conv2d with output channels as vector lanes: tiles of ``lanes`` channels x ``th`` rows x
     ``tw`` columns, one accumulator vector per pixel (channels innermost in its storage), the
     reduction (kernel row, kernel column, then input channel innermost) around the tile. The
     weights are copied once per call with the output channel innermost (``w_in``), so a step loads
     one contiguous weight vector; the input values are read as broadcasts. Tasks are blocks of
-    rows of one channel block."""
+    rows of one channel block. ``pad_vars`` names the padded input's loops (column, channel,
+    row, sample)."""
     OH, O = dims["OH"], dims["O"]
+    wv = _LANE_WEIGHTS[built.op.name]
     d = [D("split", "out", var="o", outer="oo", inner="oi", factor=lanes),
          D("split", "out", var="oh", outer="oho", inner="ohi", factor=th),
          D("split", "out", var="ow", outer="owo", inner="owi", factor=tw),
@@ -238,14 +249,18 @@ def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int) -> list:
           D("unroll", "acc", 1, var="oh", factor=th),
           D("wrap", "w", consumer="acc", **{"as": "w_in"}),
           D("compute_root", "w_in"),
-          D("reorder_storage", "w_in", vars=["_3", "_0", "_1", "_2"]),
-          D("reorder", "w_in", vars=["_3", "_0", "_1", "_2"]),
-          D("vectorize", "w_in", var="_3", factor=lanes),
-          D("parallel", "w_in", var="_2")]
-    pad = _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes), True)
-    if pad:
-        pad.append(D("reorder_storage", "x_pad", vars=["iw", "ic", "ih", "inb"]))
-    return d + pad
+          D("reorder_storage", "w_in", vars=wv),
+          D("reorder", "w_in", vars=wv),
+          D("vectorize", "w_in", var=wv[0], factor=lanes),
+          D("parallel", "w_in", var=wv[-1])]
+    if "x_pad" in built.funcs:
+        iw, ic, ih, inb = pad_vars
+        vec = _vec(dims["W"] + 2 * built.params["pad_w"], lanes)
+        d += [D("compute_at", "x_pad", at="out", var="n"),
+              *([D("vectorize", "x_pad", var=iw, factor=vec)] if vec > 1 else []),
+              D("parallel", "x_pad", var=ic),
+              D("reorder_storage", "x_pad", vars=[iw, ic, ih, inb])]
+    return d
 
 
 def _conv2d(built, dims, lanes):
