@@ -166,9 +166,10 @@ def out_specs(op, kernel, dims: Mapping[str, int]) -> list[tuple[tuple[int, ...]
             for spec, dt in zip(op.outputs, kernel.out_dtypes)]
 
 
-def new_outputs(specs) -> list[np.ndarray]:
-    """Fresh output arrays, from the memory pool when ``pypto.memory_policy`` asks for one."""
-    pool = active_pool()
+def new_outputs(specs, pool=False) -> list[np.ndarray]:
+    """Fresh output arrays, from the memory pool when ``pypto.memory_policy`` asks for one (or
+    from ``pool`` when given: None for plain arrays)."""
+    pool = active_pool() if pool is False else pool
     if pool is None:
         return [np.empty(shape, dt) for shape, dt in specs]
     return [pool.empty(shape, dt) for shape, dt in specs]

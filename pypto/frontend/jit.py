@@ -213,13 +213,15 @@ class Segment:
         output, a caller's array to write (dense, so its layout is a fresh output's) or None."""
         import halide as hl
 
+        from ..infra.pool import program_pool
         from ..runtime import _failure, dense, new_outputs, run_kernel
 
         kernel = self.kernel
+        pool = program_pool()      # the values a program passes on: recycled (infra.pool)
         if pre is None:
-            outs = new_outputs(self._specs)
+            outs = new_outputs(self._specs, pool)
         else:
-            fresh = iter(new_outputs([sp for sp, p in zip(self._specs, pre) if p is None]))
+            fresh = iter(new_outputs([sp for sp, p in zip(self._specs, pre) if p is None], pool))
             outs = [p if p is not None else next(fresh) for p in pre]
         if not kernel.disk:
             return run_kernel(kernel, self.op, ins, {}, outs)

@@ -5,44 +5,56 @@ with ``pypto.memory_policy.set(...)``) makes op outputs come from a :class:`Pool
 output costs about as much as a memory-bound kernel in page faults; a recycled one is already
 mapped.
 
-The guarantee: **an array you still hold is never handed out again.** The pool keeps its own
-reference to every buffer it lends and reuses a buffer only when that reference is the only one
-left (``sys.getrefcount``). Any view, slice, reshape, ``memoryview``, torch tensor made with
-``torch.from_numpy`` or ctypes pointer object made from the array keeps a reference to the
-buffer, so while any of them lives the buffer stays yours. What is not tracked: a raw integer
-address you took out yourself (``a.ctypes.data`` stored as an int) does not hold the memory,
-exactly as with NumPy's own arrays once they are freed.
+The guarantee: **an array you still hold is never handed out again.** Every array the pool lends
+is a view of a small lease object (a ctypes array over the pool's buffer), and the buffer goes
+back to the pool only when that lease is freed, which is when the last array, view, slice,
+reshape, ``memoryview``, torch tensor made with ``torch.from_numpy`` or ctypes pointer object
+made from it is gone. What is not tracked: a raw integer address you took out yourself
+(``a.ctypes.data`` stored as an int) does not hold the memory, exactly as with NumPy's own arrays
+once they are freed. Taking a buffer and giving it back are O(1) whatever the number lent (an
+earlier pool scanned its buffers' reference counts: with enough buffers to hold a 32-step LSTM's
+values, the scan cost more than the page faults it saved).
 
-The pool holds at most ``per_size`` buffers of each byte size (``PER_SIZE`` by default), and at
-most ``max_bytes`` of memory in all; a call that finds none free allocates a buffer the pool does
-not track (NumPy frees it as usual). A program's pipelines hand many values of one size to one
-another (an LSTM layer's steps: dozens of [64, 512] states), so a handful per size recycled
-almost nothing of them.
+The pool tracks at most ``per_size`` buffers of each byte size (``PER_SIZE`` by default) and at
+most ``max_bytes`` in all, lent or idle; a call that finds none idle and no room allocates a
+buffer the pool does not track (NumPy frees it as usual).
+
+The values a traced program passes between its pipelines (and the results of its last one) come
+from a pool whatever the policy (:func:`program_pool`): the policy's pool inside a
+``memory_policy("aggressive_reuse")`` block, else the process's program pool, which keeps up to
+``PYPTO_PROGRAM_POOL_MB`` MiB (default 1024; 0 turns it off). value_and_grad of a 32-step LSTM
+layer (batch 64, hidden 512) allocated about 100 MiB of such values per call, and with fresh
+arrays spent a third of its time in page faults.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import sys
+import ctypes
+import os
 import threading
+import weakref
 
 import numpy as np
 
 STRATEGIES = ("fresh", "aggressive_reuse")
-#: Buffers kept per byte size by default. value_and_grad of a 32-step LSTM layer (batch 64,
-#: hidden 512), single calls after a pause, 6 rounds in rotating order, one process: fresh
-#: arrays 213-225 ms (median 219), 4 per size 171-278 (203), 64 per size 162-196 (174).
-PER_SIZE = 64
+#: Buffers tracked per byte size by default: a program's pipelines hand many values of one size
+#: to one another (value_and_grad of a 32-step LSTM layer, batch 64, hidden 512: about 200
+#: [64, 512] states and gates alive at once).
+PER_SIZE = 1024
 
 
 class Pool:
-    """Buffers lent to op outputs, reused once nothing outside the pool refers to them."""
+    """Buffers lent to op outputs, taken back when every array made from one is gone."""
 
     def __init__(self, *, per_size: int = PER_SIZE, max_bytes: int = 1 << 31):
         self.per_size = per_size
         self.max_bytes = max_bytes
-        self._bufs: dict[int, list[np.ndarray]] = {}   # byte size -> raw uint8 buffers
+        self._idle: dict[int, list[np.ndarray]] = {}   # byte size -> idle raw uint8 buffers
+        self._count: dict[int, int] = {}              # byte size -> buffers tracked (lent or idle)
+        self._held = 0                                # bytes tracked
+        self._generation = 0                          # clear() forgets buffers lent before it
         self._lock = threading.Lock()
         self.reused = 0      # how many outputs came from a recycled buffer
         self.allocated = 0   # how many the pool had to allocate
@@ -56,37 +68,51 @@ class Pool:
         if n == 0:
             return np.empty(shape, dtype)
         with self._lock:
-            bufs = self._bufs.setdefault(n, [])
-            raw = None
-            for b in bufs:
-                # Three references: the pool's list, the loop variable and getrefcount's
-                # argument. More means someone outside holds the buffer (or a view of it).
-                if sys.getrefcount(b) == 3:
-                    raw = b
-                    break
+            idle = self._idle.get(n)
+            raw = idle.pop() if idle else None
             if raw is not None:
                 self.reused += 1
             else:
-                raw = np.empty(n, np.uint8)
                 self.allocated += 1
-                if len(bufs) < self.per_size and self._idle_cap_allows(n):
-                    bufs.append(raw)
-        # Every array handed out is a view whose .base is ``raw``: holding it holds the buffer.
-        return raw.view(dtype).reshape(shape)
+                track = (self._count.get(n, 0) < self.per_size and
+                         self._held + n <= self.max_bytes)
+                if track:
+                    self._count[n] = self._count.get(n, 0) + 1
+                    self._held += n
+            generation = self._generation
+        if raw is None:
+            raw = np.empty(n, np.uint8)
+            if not track:
+                return raw.view(dtype).reshape(shape)
+        lease = (ctypes.c_char * n).from_buffer(raw)
+        done = weakref.finalize(lease, self._give_back, raw, generation)
+        done.atexit = False
+        # frombuffer's array reads the lease (not ``raw``): every view of it keeps the lease.
+        return np.frombuffer(lease, dtype).reshape(shape)
 
-    def _idle_cap_allows(self, n: int) -> bool:
-        held = sum(size * len(bs) for size, bs in self._bufs.items())
-        return held + n <= self.max_bytes
+    def _give_back(self, raw: np.ndarray, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self._idle.setdefault(raw.nbytes, []).append(raw)
 
     def held_bytes(self) -> int:
         """Bytes of all buffers the pool tracks (lent or idle)."""
         with self._lock:
-            return sum(size * len(bs) for size, bs in self._bufs.items())
+            return self._held
+
+    def idle_bytes(self) -> int:
+        """Bytes of the buffers waiting to be lent again."""
+        with self._lock:
+            return sum(n * len(bs) for n, bs in self._idle.items())
 
     def clear(self) -> None:
-        """Forgets every buffer (those still lent stay valid: their holders keep them alive)."""
+        """Forgets every buffer: idle ones are freed, lent ones stay valid (their holders keep
+        them alive) and are freed when dropped instead of coming back."""
         with self._lock:
-            self._bufs.clear()
+            self._idle.clear()
+            self._count.clear()
+            self._held = 0
+            self._generation += 1
 
 
 _global = {"strategy": "fresh", "pool": None}
@@ -121,6 +147,34 @@ def active_pool() -> Pool | None:
     """The pool op outputs come from right now, or None (fresh arrays)."""
     p = _scoped.get()
     return _global["pool"] if p is False else p
+
+
+_programs: dict[str, Pool | None] = {}
+
+
+def program_pool() -> Pool | None:
+    """The pool a traced program's pipelines write their values into: the policy's pool where
+    one is active, else the process's program pool (None when ``PYPTO_PROGRAM_POOL_MB`` is 0)."""
+    p = active_pool()
+    if p is not None:
+        return p
+    if "pool" not in _programs:
+        mb = _program_pool_mb()
+        _programs["pool"] = Pool(max_bytes=mb << 20) if mb > 0 else None
+    return _programs["pool"]
+
+
+def _program_pool_mb() -> int:
+    text = os.environ.get("PYPTO_PROGRAM_POOL_MB", "").strip()
+    if not text:
+        return 1024
+    try:
+        return max(0, int(text))
+    except ValueError:
+        from ..errors import ParamError
+
+        raise ParamError(f"PYPTO_PROGRAM_POOL_MB must be a whole number of MiB (0 turns the "
+                         f"program pool off), got {text!r}") from None
 
 
 class _Policy:

@@ -126,3 +126,93 @@ def test_a_programs_many_values_of_one_size_are_recycled_by_default(monkeypatch)
     np.testing.assert_array_equal(got, want)
     assert first > 8, first                   # many pooled values in the first call
     assert again <= 2, (first, again)         # the second reuses them (its output is new)
+
+
+def test_buffers_lent_before_clear_do_not_come_back():
+    pool = Pool()
+    a = pool.empty((16,), np.float32)
+    pool.clear()
+    del a
+    b = pool.empty((16,), np.float32)
+    assert pool.reused == 0 and pool.allocated == 2 and pool.held_bytes() == 64
+    assert pool.idle_bytes() == 0                       # a's buffer did not come back
+    b_addr = b.ctypes.data
+    del b                                               # b's buffer, lent after clear, does
+    assert pool.idle_bytes() == 64
+    assert pool.empty((16,), np.float32).ctypes.data == b_addr and pool.reused == 1
+
+
+def test_hundreds_of_one_size_are_tracked_and_recycled():
+    pool = Pool()
+    lent = [pool.empty((64, 8), np.float32) for _ in range(300)]
+    addrs = {a.ctypes.data for a in lent}
+    assert pool.held_bytes() == 300 * 64 * 8 * 4
+    keep = lent[7]
+    del lent
+    again = [pool.empty((64, 8), np.float32) for _ in range(299)]
+    assert pool.reused == 299
+    assert {a.ctypes.data for a in again} == addrs - {keep.ctypes.data}
+    assert pool.idle_bytes() == 0
+
+
+def _recurrence():
+    def prog(x, w):
+        h, outs = x[0], []
+        for t in range(x.shape[0]):
+            h = P.tanh(P.matmul(h, w) + x[t])
+            outs.append(h)
+        return P.stack(outs), h
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((12, 16, 32)).astype(np.float32)
+    w = (rng.standard_normal((32, 32)) * 0.2).astype(np.float32)
+    return pypto.jit(prog), x, w
+
+
+def test_a_program_recycles_its_values_without_a_policy(monkeypatch):
+    """The values a program's pipelines pass on come from the program pool by default; what a
+    caller still holds from an earlier call is never written by a later one."""
+    import sys
+
+    from pypto.infra import pool as pool_mod
+
+    monkeypatch.setattr(sys.modules["pypto.frontend.jit"], "FUNC_BUDGET", 6)
+    monkeypatch.setattr(pool_mod, "_programs", {})
+    f, x, w = _recurrence()
+    assert pypto.memory_policy.get() == "fresh"
+    first, h_first = f(x, w)
+    want, h_want = first.copy(), h_first.copy()
+    pool = pool_mod.program_pool()
+    assert pool is not None and pool.allocated > 4
+    made = pool.allocated
+    gc.collect()
+    for k in range(3):
+        second, _ = f(x[::-1].copy(), w)   # other values, held results kept
+        del second
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(h_first, h_want)
+    assert pool.reused > 0
+    assert pool.allocated - made <= 2 * 3 + 4, (made, pool.allocated)
+
+
+def test_the_program_pool_can_be_turned_off(monkeypatch):
+    from pypto.errors import ParamError
+    from pypto.infra import pool as pool_mod
+
+    monkeypatch.setattr(pool_mod, "_programs", {})
+    monkeypatch.setenv("PYPTO_PROGRAM_POOL_MB", "0")
+    assert pool_mod.program_pool() is None
+    f, x, w = _recurrence()
+    got, _ = f(x, w)
+    root = got
+    while root.base is not None:
+        root = root.base
+    assert type(root) is np.ndarray                     # plain NumPy memory, no lease
+    monkeypatch.setattr(pool_mod, "_programs", {})
+    monkeypatch.setenv("PYPTO_PROGRAM_POOL_MB", "lots")
+    with pytest.raises(ParamError, match="PYPTO_PROGRAM_POOL_MB must be a whole number"):
+        pool_mod.program_pool()
+    monkeypatch.setattr(pool_mod, "_programs", {})
+    monkeypatch.delenv("PYPTO_PROGRAM_POOL_MB")
+    with pypto.memory_policy("aggressive_reuse") as user:
+        assert pool_mod.program_pool() is user           # a policy's pool serves programs too
