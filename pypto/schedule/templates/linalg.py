@@ -43,6 +43,14 @@ SERIAL_MACS = 1 << 18
 MATVEC_ROWS = 64
 #: Fewer output rows than this do not pay for staging ``b``.
 STAGE_MIN_ROWS = 16
+#: A register-blocked tile of at most this many rows reads its columns of ``b`` in place: the
+#: staged panel would serve too few rows to pay for its copy. One thread, Halide's profiler,
+#: float32 matmul (M x K x N; tile rows in brackets), staged -> in place, ms per call:
+#: 64 x 512 x 2048 (64) 1.71 -> 1.41 (the copy alone 0.40), 64 x 2048 x 512 (64) 1.44 -> 1.28,
+#: 128 x 512 x 2048 (128) 3.10 -> 2.96, 256 x 512 x 2048 (256) 5.18 -> 4.96, 256 x 1024 x 1024
+#: (256) 4.92 -> 4.90; with more rows the copy pays: 1024 x 512 x 2048 (516) 20.14 -> 20.26,
+#: 1024^3 (516) 21.09 -> 22.06.
+PANEL_MIN_ROWS = 257
 
 
 def _lanes_for(built, lanes: int) -> int:
@@ -283,7 +291,8 @@ def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: i
     elif tx > 1:
         ds.append(D("unroll", "acc", 1, var=n))
     ds.append(D("unroll", "acc", 1, var=m))
-    _stage_b(ds, b_src, b_is_func, at, n, vec, M, stage and tx < N, panel_at, b_k=b_k)
+    _stage_b(ds, b_src, b_is_func, at, n, vec, M, stage and tx < N and (rows or ty >= PANEL_MIN_ROWS),
+             panel_at, b_k=b_k)
     if rows:
         for src in out_reads:
             ds += [D("wrap", src, consumer="out", **{"as": f"{src}_rows"}),
