@@ -11,9 +11,10 @@ back to the pool only when that lease is freed, which is when the last array, vi
 reshape, ``memoryview``, torch tensor made with ``torch.from_numpy`` or ctypes pointer object
 made from it is gone. What is not tracked: a raw integer address you took out yourself
 (``a.ctypes.data`` stored as an int) does not hold the memory, exactly as with NumPy's own arrays
-once they are freed. Taking a buffer and giving it back are O(1) whatever the number lent (an
-earlier pool scanned its buffers' reference counts: with enough buffers to hold a 32-step LSTM's
-values, the scan cost more than the page faults it saved).
+once they are freed. Taking a buffer and giving it back are O(1) whatever the number lent. (An
+earlier pool scanned its buffers' reference counts on every call: value_and_grad of a 32-step
+LSTM layer took 171 ms with 64 buffers per size tracked and 188 with 1024, the scan costing more
+than the page faults it saved.)
 
 The pool tracks at most ``per_size`` buffers of each byte size (``PER_SIZE`` by default) and at
 most ``max_bytes`` in all, lent or idle; a call that finds none idle and no room allocates a

@@ -43,8 +43,8 @@ SERIAL_MACS = 1 << 18
 MATVEC_ROWS = 64
 #: Fewer output rows than this do not pay for staging ``b``.
 STAGE_MIN_ROWS = 16
-#: A register-blocked tile of at most this many rows reads its columns of ``b`` in place: the
-#: staged panel would serve too few rows to pay for its copy. One thread, Halide's profiler,
+#: A register-blocked tile of fewer rows than this reads its columns of ``b`` in place: a staged
+#: panel would serve too few rows to pay for its copy. One thread, Halide's profiler,
 #: float32 matmul (M x K x N; tile rows in brackets), staged -> in place, ms per call:
 #: 64 x 512 x 2048 (64) 1.71 -> 1.41 (the copy alone 0.40), 64 x 2048 x 512 (64) 1.44 -> 1.28,
 #: 128 x 512 x 2048 (128) 3.10 -> 2.96, 256 x 512 x 2048 (256) 5.18 -> 4.96, 256 x 1024 x 1024
@@ -165,7 +165,9 @@ def _stage_b(ds: list, b_src: str, b_is_func: bool, at: str, n: str, vec: int, M
     the prefetchers follow), and the dense panels are cut from that copy (in L2).
 
     The callers pass ``stage`` false when one panel spans all of the operand's columns: the inner
-    loop then reads whole rows of it in order, as a copy would, and the copies only cost. At
+    loop then reads whole rows of it in order, as a copy would, and the copies only cost (and,
+    for register-blocked tiles, when a tile has too few rows to pay for the copy:
+    ``PANEL_MIN_ROWS``). At
     8 x 64^3 float32 (one thread, Halide's profiler, ~6,000 calls each) the two copies and their
     allocations took 8.7 of 53.3 us per call; without them the kernel took 41.4. Through
     ``pypto.ops.batch_matmul(..., out=)``, one thread, best of five blocks of 3,000 calls: 44.6
@@ -291,8 +293,8 @@ def register_gemm_directives(lanes: int, *, n: str, m: str, k: str, N: int, M: i
     elif tx > 1:
         ds.append(D("unroll", "acc", 1, var=n))
     ds.append(D("unroll", "acc", 1, var=m))
-    _stage_b(ds, b_src, b_is_func, at, n, vec, M, stage and tx < N and (rows or ty >= PANEL_MIN_ROWS),
-             panel_at, b_k=b_k)
+    panel = stage and tx < N and (rows or ty >= PANEL_MIN_ROWS)
+    _stage_b(ds, b_src, b_is_func, at, n, vec, M, panel, panel_at, b_k=b_k)
     if rows:
         for src in out_reads:
             ds += [D("wrap", src, consumer="out", **{"as": f"{src}_rows"}),

@@ -156,8 +156,8 @@ def _conv2d_default(built, dims, lanes):
     return _conv2d(built, dims, lanes)
 
 
-#: Output pixels (``N * OH * OW``) a call must have before conv2d stages its weights with the
-#: output channels innermost: the copy touches every weight once, the convolution once per pixel.
+#: Output pixels (``N * OH * OW``) a call must have before conv2d copies its weights with the
+#: output channels innermost for the channel-lane tile (see :func:`_channel_lane_tile`).
 LANE_MIN_PIXELS = 1024
 #: Share of extra work (columns or channels computed outside the output) the column tile must
 #: waste, beyond the channel-lane tile's, before the channel-lane tile is taken.
@@ -175,14 +175,17 @@ def _channel_lane_tile(built, dims, lanes) -> tuple[int, int] | None:
     input value, broadcast from memory inside the FMA, so no input vector has to be loaded, and
     no tile spans columns past the row's end. The column tile vectorizes along the row: a row
     that the vector width does not divide computes its last vector partly outside (56 columns in
-    64, 1/7 more work). Measured at 64 -> 64 channels, 56 x 56, 3 x 3, one thread: the column
-    tile 2.73-2.77 ms, the channel-lane tile of 7 x 4 pixels 2.46-2.55, torch 2.40-2.51; at 28 and
-    112 pixels the two tiles were level within the noise (0.42-0.44 / 0.44 ms and 5.0 / 4.9 ms
-    minimum at two threads).
+    64, 1/7 more work). Measured at 64 -> 64 channels, 56 x 56, 3 x 3 (medians of single calls /
+    steady state, the fair protocol, ms): one thread, the column tile 2.72 / 2.67, the channel-lane
+    tile of 28 x 1 pixels 2.52 / 2.39, torch 2.39 / 2.34; two threads 1.53 / 1.48, 1.43 / 1.35,
+    torch 1.50 / 1.36. At 28 x 28 and 112 x 112 pixels (two threads) the two tiles were level
+    (0.41 / 0.42 against 0.45 / 0.42; 4.97 / 5.01 against 4.97 / 5.06).
 
-    Taken for ungrouped float convolutions whose output channels are a multiple of the lanes, with
-    at least ``LANE_MIN_PIXELS`` output pixels (staging the weights costs about as much as the
-    convolution of one pixel per weight) and where the column tile wastes ``LANE_MIN_GAIN`` more.
+    Taken for ungrouped convolutions whose output channels are a multiple of the lanes, with at
+    least ``LANE_MIN_PIXELS`` output pixels, and where the column tile wastes ``LANE_MIN_GAIN``
+    more. The copy of the weights touches each once, where the convolution reads each once per
+    pixel: at 14 x 14 pixels and 256 channels it made a channel-lane tile (7 x 4) slower than the
+    column tile (1.78 against 1.55 ms, the copy parallel and vectorized; 2.77 serial).
     """
     p = built.params
     O, OW, OH = dims["O"], dims["OW"], dims["OH"]
