@@ -23,7 +23,7 @@ buffer the pool does not track (NumPy frees it as usual).
 The values a traced program passes between its pipelines (and the results of its last one) come
 from a pool whatever the policy (:func:`program_pool`): the policy's pool inside a
 ``memory_policy("aggressive_reuse")`` block, else the process's program pool, which keeps up to
-``PYPTO_PROGRAM_POOL_MB`` MiB (default 1024; 0 turns it off). value_and_grad of a 32-step LSTM
+``PYPTO_PROGRAM_POOL_MB`` MiB (default 512; 0 turns it off). value_and_grad of a 32-step LSTM
 layer (batch 64, hidden 512) allocated about 100 MiB of such values per call, and with fresh
 arrays spent a third of its time in page faults.
 """
@@ -56,7 +56,9 @@ class Pool:
         self._count: dict[int, int] = {}              # byte size -> buffers tracked (lent or idle)
         self._held = 0                                # bytes tracked
         self._generation = 0                          # clear() forgets buffers lent before it
-        self._lock = threading.Lock()
+        # Reentrant: a lease can be freed (and given back) by a garbage collection that runs
+        # while this thread holds the lock.
+        self._lock = threading.RLock()
         self.reused = 0      # how many outputs came from a recycled buffer
         self.allocated = 0   # how many the pool had to allocate
 
@@ -168,7 +170,7 @@ def program_pool() -> Pool | None:
 def _program_pool_mb() -> int:
     text = os.environ.get("PYPTO_PROGRAM_POOL_MB", "").strip()
     if not text:
-        return 1024
+        return 512
     try:
         return max(0, int(text))
     except ValueError:
