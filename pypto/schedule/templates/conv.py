@@ -19,23 +19,11 @@ from ..defaults import D, output_directives, template
 from ..directives import rename_funcs
 from .linalg import _fit_matmul, _lanes_for, gemm_directives
 from .nn import (KW_UNROLL, MAX_ACC, REGISTERS, SLAB_BYTES, _channel_lane_tile, _conv2d,
-                 _conv2d_channel_lanes, _conv_tile, _parallel_blocks,
+                 _conv2d_channel_lanes, _conv_tile, _pad_directives, _parallel_blocks,
                  _tile_split, _tiles, _vec, register_budget)
 
-
-def _pad(built, dims_w: int, lanes: int, at: str | None, storage: list | None) -> list:
-    """The zero-padded input computed at ``out``'s ``at`` loop (root when None), vectorized
-    along columns and parallel over channels."""
-    if "x_pad" not in built.funcs:
-        return []
-    d = [D("compute_at", "x_pad", at="out", var=at) if at else D("compute_root", "x_pad")]
-    vec = _vec(dims_w, lanes)
-    if vec > 1:
-        d.append(D("vectorize", "x_pad", var="i0", factor=vec))
-    d.append(D("parallel", "x_pad", var="ic"))
-    if storage:
-        d.append(D("reorder_storage", "x_pad", vars=storage))
-    return d
+#: The padded input's loops in the transposed convolutions (column, channel, row, sample).
+_PAD_VARS_1 = ("i0", "ic", "i1", "inb")
 
 
 def _position_chunks(d: list, tile: list, l_outer: str, o_outer: str, blocks: int,
@@ -158,8 +146,8 @@ def _conv3d(built, dims, lanes):
         d.append(D("unroll", "acc", 1, var="o", factor=ob))
     if rb > 1:
         d.append(D("unroll", "acc", 1, var="oh", factor=rb))
-    return d + _pad(built, dims["W"] + 2 * built.params["pad_w"], lanes, "n",
-                    ["i0", "ic", "i1", "i2", "inb"])
+    return d + _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes),
+                               True, ("i0", "ic", "i1", "i2", "inb"), rows_side_by_side=True)
 
 
 def _transposed(built, dims, lanes, spatial: list[tuple[str, str]]):
@@ -217,7 +205,8 @@ def _transposed(built, dims, lanes, spatial: list[tuple[str, str]]):
         d.append(D("unroll", "acc", 1, var="ou"))
     storage = ["i0", "ic", *[f"i{j}" for j in range(1, len(spatial))], "inb"]
     w_in = dims["L"] if "L" in dims else dims["W"]
-    return d + _pad(built, w_in, lanes, None, storage if len(spatial) > 1 else None)
+    return d + _pad_directives(built, None, _vec(w_in, lanes), True, storage,
+                               rows_side_by_side=len(spatial) > 1)
 
 
 @template("conv_transpose1d")
@@ -299,26 +288,13 @@ def _stride1_as_conv2d(built, dims, lanes) -> list:
     """conv_transpose2d with stride 1 along both axes: one output phase, so its ``acc`` and
     ``out`` have conv2d's loops and reduction (``r$x``, ``r$y`` taps, ``r$z`` input channel),
     read from the padded input at ``ow + pad - tap dil`` instead of ``ow - pad + tap dil``.
-    conv2d's register-blocked template applies as it is, its ``x_pad`` loops renamed. At the
+    conv2d's templates apply as they are, given its ``x_pad`` loop names. At the
     ResNet layer (64 channels, 56 x 56, 3 x 3, pad 1) the per-plane phase schedule took about
     10.5 ms on one thread, this one 3.5 (conv2d 3.4; under load)."""
-    names = {"iw": "i0", "ih": "i1"}
     tile = _channel_lane_tile(built, dims, lanes)
     if tile is not None:
-        return _conv2d_channel_lanes(built, dims, lanes, *tile, pad_vars=("i0", "ic", "i1", "inb"))
-    out = []
-    for d in _conv2d(built, dims, lanes):
-        if d.func == "x_pad":
-            kw = {}
-            for k, v in dict(d.kwargs).items():
-                if isinstance(v, str):
-                    v = names.get(v, v)
-                elif isinstance(v, (list, tuple)):
-                    v = [names.get(x, x) for x in v]
-                kw[k] = v
-            d = D(d.op, d.func, d.stage, **kw)
-        out.append(d)
-    return out
+        return _conv2d_channel_lanes(built, dims, lanes, *tile, pad_vars=_PAD_VARS_1)
+    return _conv2d(built, dims, lanes, pad_vars=_PAD_VARS_1)
 
 
 def _phase_tile(ow: int, oh: int, o: int, vec: int) -> tuple[int, int, int]:
@@ -409,7 +385,8 @@ def _phases_as_conv2d(built, dims, lanes) -> list:
         d.append(D("unroll", "acc", 1, var=ah, factor=rb))
     for v in phases:
         d.append(D("unroll", "acc", 1, var=v))
-    return d + _pad(built, dims["W"], lanes, None, ["i0", "ic", "i1", "inb"])
+    return d + _pad_directives(built, None, _vec(dims["W"], lanes), True, _PAD_VARS_1,
+                               rows_side_by_side=True)
 
 
 @template("conv_transpose2d")

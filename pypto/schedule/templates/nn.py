@@ -114,14 +114,27 @@ def _parallel_blocks(name: str, row: str, chan: str, rows: int, chans: int,
             D("parallel", name, var="task")]
 
 
-def _pad_directives(built, at_var: str | None, vec: int, parallel: bool) -> list:
+#: conv2d's padded input loops: column, channel, row, sample.
+PAD_VARS = ("iw", "ic", "ih", "inb")
+
+
+def _pad_directives(built, at_var: str | None, vec: int, parallel: bool,
+                    pad_vars=PAD_VARS, rows_side_by_side: bool = False) -> list:
+    """The zero-padded input ``x_pad`` computed at ``out``'s ``at_var`` loop (root when None),
+    vectorized along its column loop and parallel over channels when asked. ``pad_vars`` names
+    its loops (column, channel, then the other spatial loops and the sample);
+    ``rows_side_by_side`` stores the rows of all channels next to each other, so a channel loop
+    inside a tile walks memory in order instead of jumping between whole channel planes."""
     if "x_pad" not in built.funcs:
         return []
+    col, chan = pad_vars[:2]
     out = [D("compute_at", "x_pad", at="out", var=at_var) if at_var else D("compute_root", "x_pad")]
     if vec > 1:
-        out.append(D("vectorize", "x_pad", var="iw", factor=vec))
+        out.append(D("vectorize", "x_pad", var=col, factor=vec))
     if parallel:
-        out.append(D("parallel", "x_pad", var="ic"))
+        out.append(D("parallel", "x_pad", var=chan))
+    if rows_side_by_side:
+        out.append(D("reorder_storage", "x_pad", vars=list(pad_vars)))
     return out
 
 
@@ -223,8 +236,7 @@ _LANE_WEIGHTS = {"conv2d": ["_3", "_0", "_1", "_2"],
                  "conv_transpose2d": ["_2", "_0", "_1", "_3"]}
 
 
-def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int, pad_vars=("iw", "ic", "ih", "inb")
-                          ) -> list:
+def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int, pad_vars=PAD_VARS) -> list:
     """conv2d with output channels as vector lanes: tiles of ``lanes`` channels x ``th`` rows x
     ``tw`` columns, one accumulator vector per pixel (channels innermost in its storage), the
     reduction (kernel row, kernel column, then input channel innermost) around the tile. The
@@ -256,17 +268,15 @@ def _conv2d_channel_lanes(built, dims, lanes, tw: int, th: int, pad_vars=("iw", 
           D("reorder", "w_in", vars=wv),
           D("vectorize", "w_in", var=wv[0], factor=lanes),
           D("parallel", "w_in", var=wv[-1])]
-    if "x_pad" in built.funcs:
-        iw, ic, ih, inb = pad_vars
-        vec = _vec(dims["W"] + 2 * built.params["pad_w"], lanes)
-        d += [D("compute_at", "x_pad", at="out", var="n"),
-              *([D("vectorize", "x_pad", var=iw, factor=vec)] if vec > 1 else []),
-              D("parallel", "x_pad", var=ic),
-              D("reorder_storage", "x_pad", vars=[iw, ic, ih, inb])]
+    d += _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes), True,
+                         pad_vars, rows_side_by_side=True)
     return d
 
 
-def _conv2d(built, dims, lanes):
+def _conv2d(built, dims, lanes, pad_vars=PAD_VARS):
+    """conv2d's column tile: output columns as vector lanes, a register tile of vectors x rows x
+    output channels. ``pad_vars`` names the padded input's loops (column, channel, row,
+    sample)."""
     OW, OH, O = dims["OW"], dims["OH"], dims["O"]
     vec = _vec(OW, lanes)
     budget = register_budget(built, lanes)
@@ -317,12 +327,8 @@ def _conv2d(built, dims, lanes):
         d.append(D("unroll", "acc", 1, var="o", factor=ob))
     if rb > 1:
         d.append(D("unroll", "acc", 1, var="oh", factor=rb))
-    pad = _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes), True)
-    if pad:
-        # Rows of all channels side by side: the channel loop inside a tile then walks memory
-        # in order instead of jumping between whole channel planes.
-        pad.append(D("reorder_storage", "x_pad", vars=["iw", "ic", "ih", "inb"]))
-    return d + pad
+    return d + _pad_directives(built, "n", _vec(dims["W"] + 2 * built.params["pad_w"], lanes),
+                               True, pad_vars, rows_side_by_side=True)
 
 
 @template("depthwise_conv2d")
