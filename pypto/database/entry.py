@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -51,7 +52,7 @@ class Key:
 
     def to_json(self) -> dict:
         return {"op": self.op, "dtypes": list(self.dtypes), "shape": dict(self.shape),
-                "params": dict(self.params), "family": self.family,
+                "params": {k: _param_to_json(v) for k, v in self.params}, "family": self.family,
                 "fingerprint": self.fingerprint}
 
     def __str__(self) -> str:
@@ -112,7 +113,8 @@ class Entry:
             schedule = Schedule.from_json(obj["schedule"], f"{where} schedule")
         except ScheduleError as e:
             raise DatabaseError(str(e)) from None
-        key = Key.make(k["op"], k["dtypes"], k["shape"], k["params"], k["family"], k["fingerprint"])
+        params = {n: _param_from_json(v) for n, v in k["params"].items()}
+        key = Key.make(k["op"], k["dtypes"], k["shape"], params, k["family"], k["fingerprint"])
         if schedule.op != key.op:
             raise DatabaseError(f"{where}: schedule is for op {schedule.op!r} but the key says {key.op!r}")
         slower = tuple(dict(r, shape={d: int(n) for d, n in r["shape"].items()})
@@ -120,6 +122,25 @@ class Entry:
         return Entry(key=key, schedule=schedule, time_ms=obj.get("time_ms"),
                      baselines=dict(obj.get("baselines") or {}),
                      provenance=dict(obj.get("provenance") or {}), slower_at=slower)
+
+
+#: How a non-finite float parameter (a fill such as masked_fill's -inf) is written in a key:
+#: strict JSON has no infinities, and a plain "inf" is already a string parameter's value
+#: (the norms' ``ord``).
+_NONFINITE = "float:"
+
+
+def _param_to_json(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return _NONFINITE + repr(v)
+    return v
+
+
+def _param_from_json(v: Any) -> Any:
+    if isinstance(v, str) and v.startswith(_NONFINITE) and \
+            v[len(_NONFINITE):] in ("inf", "-inf", "nan"):
+        return float(v[len(_NONFINITE):])
+    return v
 
 
 def _now() -> str:

@@ -45,3 +45,24 @@ def lit(t: hl.Type, v: float) -> hl.Expr:
     if t.is_float() and t.bits() == 64:
         return lit64(v)
     return hl.cast(t, hl.f64(float(v)))
+
+
+def fill(op_name: str, arg: str, t: hl.Type, v: float) -> hl.Expr:
+    """A fill value ``v`` (an op's parameter ``arg``) as a constant of type ``t``. Infinities and
+    NaN are fills only for float types: an integer or bool array has no such value, so those
+    raise a ParamError instead of an arbitrary cast."""
+    from ..errors import ParamError
+
+    if not math.isfinite(v) and not t.is_float():
+        kind = _type_name(t)
+        raise ParamError(f"{op_name}: parameter '{arg}' is {v!r}, which {kind} values cannot "
+                         "hold; give a finite value or a float array")
+    if t.is_bool():
+        return hl.cast(hl.Bool(), v != 0)
+    return lit(t, v)
+
+
+def _type_name(t: hl.Type) -> str:
+    if t.is_bool():
+        return "bool"
+    return f"{'u' if t.is_uint() else ''}int{t.bits()}"   # the only other non-float types

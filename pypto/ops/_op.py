@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -70,6 +71,9 @@ class Param:
         choices: allowed values (for ``str`` and small ``int`` sets).
         low, high: inclusive bounds for numbers.
         doc: one line for ``pypto ops show``.
+        finite: a ``float`` must be finite (the default); False admits inf, -inf and NaN, for
+            values an op stores rather than computes with (a fill such as ``masked_fill``'s
+            ``-inf`` for attention scores).
     """
 
     name: str
@@ -79,6 +83,7 @@ class Param:
     low: float | None = None
     high: float | None = None
     doc: str = ""
+    finite: bool = True
 
     def coerce(self, op_name: str, value: Any) -> Any:
         """Checks ``value`` and returns it as ``kind``; raises ParamError naming what was expected."""
@@ -100,7 +105,7 @@ class Param:
             ):
                 raise ParamError(f"{where} expects a number, got {value!r}")
             value = float(value)
-            if value != value or value in (float("inf"), float("-inf")):
+            if self.finite and not math.isfinite(value):
                 raise ParamError(f"{where} must be finite, got {value!r}")
         elif kind is str:
             if not isinstance(value, str):

@@ -275,7 +275,8 @@ threshold = _un("threshold", _threshold,
                                                      value).astype(_f(x).dtype),
                 "x where x > threshold, else value (NaN stays NaN).",
                 params=[Param("threshold", float, doc="values at or below it are replaced"),
-                        Param("value", float, doc="the replacement")])
+                        Param("value", float, doc="the replacement (inf and NaN allowed)",
+                              finite=False)])
 log_sigmoid = _un("log_sigmoid", _log_sigmoid, _ref_log_sigmoid,
                   "log(sigmoid(x)) = -softplus(-x), accurate for every x.")
 

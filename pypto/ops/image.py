@@ -14,7 +14,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError, ShapeError
-from ..runtime import as_array
+from ..runtime import as_array, traced
 from ._consts import lit, lit64
 from ._op import Param, op
 
@@ -381,6 +381,20 @@ def _roi_boxes(boxes, name="roi_align"):
     return as_array(boxes, name, "boxes")
 
 
+def _check_batch_index(name: str, x, boxes) -> None:
+    """Each box's first column must name an image of ``x`` (a whole number in [0, N - 1]): the
+    kernel would clamp it and pool the wrong image without a word."""
+    if traced([x, boxes]) or not (boxes.ndim == 2 and boxes.shape[1] == 5 and x.ndim == 4
+                                  and boxes.shape[0] > 0 and boxes.dtype.kind in "fiu"):
+        return
+    bi = boxes[:, 0]
+    bad = (bi != np.floor(bi)) | (bi < 0) | (bi >= x.shape[0])
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ParamError(f"{name}: boxes[{k}, 0] = {float(bi[k])!r} is not a batch index in "
+                         f"[0, {x.shape[0] - 1}]")
+
+
 def _roi_align_ref(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=2, aligned=False):
     x = np.asarray(x)
     boxes = np.asarray(_roi_boxes(boxes))
@@ -452,14 +466,7 @@ def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio
     x = as_array(x, name, "x")
     boxes = _roi_boxes(boxes, name)
     oh, ow = _pair(output_size, name, "output_size")
-    if (boxes.ndim == 2 and boxes.shape[1] == 5 and x.ndim == 4 and boxes.shape[0] > 0
-            and boxes.dtype.kind == "f"):
-        bi = boxes[:, 0]
-        bad = (bi != np.floor(bi)) | (bi < 0) | (bi >= x.shape[0])
-        if bad.any():
-            k = int(np.flatnonzero(bad)[0])
-            raise ParamError(f"{name}: boxes[{k}, 0] = {float(bi[k])!r} is not a batch index in "
-                             f"[0, {x.shape[0] - 1}]")
+    _check_batch_index(name, x, boxes)
     if boxes.ndim == 2 and boxes.dtype != x.dtype and boxes.dtype.kind in "fiu" \
             and x.dtype.name in _FLOATS:
         boxes = boxes.astype(x.dtype)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
-from ._consts import lit
+from ._consts import fill
 from ._op import Param, op
 from .layout import ANY, _axis, _int, _oai, bcast
 
@@ -355,7 +355,8 @@ def _masked_fill_frontend(input, mask, value):  # noqa: A002
 
 @op(category="indexing", inputs={"input": "R C", "mask": "R C"}, output="R C",
     dtypes=[(d, "bool") for d in ("float32", "float64", "int32", "int64")],
-    params=[Param("value", float, 0.0, doc="the fill (cast to input's dtype)")],
+    params=[Param("value", float, 0.0, finite=False,
+                  doc="the fill (cast to input's dtype; inf, -inf and NaN for floats)")],
     reference=lambda input, mask, value: np.where(mask, np.asarray(value).astype(
         np.asarray(input).dtype), input),
     kernel_reference=lambda input, mask, value=0.0: np.where(mask, np.asarray(value).astype(
@@ -365,7 +366,8 @@ def masked_fill(input, mask, *, value, dims):  # noqa: A002
     """out = value where mask else input."""
     c, r = hl.Var("c"), hl.Var("r")
     out = hl.Func("out")
-    out[c, r] = hl.select(mask[c, r], lit(input.type(), value), input[c, r])
+    out[c, r] = hl.select(mask[c, r], fill("masked_fill", "value", input.type(), value),
+                          input[c, r])
     return out
 
 

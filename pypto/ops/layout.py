@@ -37,7 +37,7 @@ import numpy as np
 from .. import runtime as _rt
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, pending_out, traced
-from ._consts import lit
+from ._consts import fill
 from ._op import Param, op
 
 #: The dtypes every layout op accepts (a copy needs no arithmetic); float32 first.
@@ -388,7 +388,8 @@ def _pad_kernel_ref(x, before=0, after=0, mode="constant", value=0.0):
     params=[Param("before", int, 0, low=0, high=_BIG, doc="elements added before"),
             Param("after", int, 0, low=0, high=_BIG, doc="elements added after"),
             Param("mode", str, "constant", choices=_MODES, doc="how new elements are filled"),
-            Param("value", float, 0.0, doc="the fill of constant padding")],
+            Param("value", float, 0.0, doc="the fill of constant padding (inf and NaN for floats)",
+                  finite=False)],
     reference=lambda x, pad, mode="constant", value=0.0: _pad_frontend(x, pad, mode, value),
     kernel_reference=_pad_kernel_ref, frontend=_pad_frontend, validate=_pad_validate,
     derive=lambda d, p: {"P": d["A"] + p["before"] + p["after"]}, example=_OAI)
@@ -409,9 +410,7 @@ def pad(x, *, before, after, mode, value, dims):
     val = x[i, src, o]
     out = hl.Func("out")
     if mode == "constant":
-        fill = lit(x.type(), value) if not x.type().is_bool() else \
-            hl.cast(hl.Bool(), value != 0)
-        val = hl.select((q >= 0) & (q < n), val, fill)
+        val = hl.select((q >= 0) & (q < n), val, fill("pad", "value", x.type(), value))
     out[i, p, o] = val
     return out
 

@@ -24,7 +24,7 @@ from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit
 from ._op import Param, op
-from .image import _roi_boxes
+from .image import _check_batch_index, _roi_boxes
 from .layout import ANY, _int
 from .nn import _pair
 
@@ -238,6 +238,7 @@ def _roi_pool_frontend(x, boxes, output_size, spatial_scale=1.0):
     x = as_array(x, name, "x")
     b = _roi_boxes(boxes, name)
     oh, ow = _pair(output_size, name, "output_size", 1)
+    _check_batch_index(name, x, b)
     if b.ndim == 2 and b.dtype != x.dtype and b.dtype.kind in "fiu" and x.dtype.name in _FLOATS:
         b = b.astype(x.dtype)
     return roi_pool.kernel(x, b, pooled_height=oh, pooled_width=ow,

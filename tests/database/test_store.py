@@ -6,7 +6,7 @@ import multiprocessing as mp
 import pytest
 
 from dbhelpers import F32, family, fp, matmul_entry
-from pypto.database import DirectoryDatabase, MemoryDatabase
+from pypto.database import DirectoryDatabase, Entry, Key, MemoryDatabase
 from pypto.database.tools import diff, merge, prune, validate_paths
 from pypto.errors import DatabaseError
 
@@ -190,3 +190,19 @@ def test_diff_merge_and_prune(tmp_path):
     left = {e.key.shape_dict["M"] for e in DirectoryDatabase(out).iter_all()}
     assert left == {8, 16, 32}
     assert stale.key.fingerprint != fp() and stale.key.dtypes == F32
+
+
+@pytest.mark.parametrize("value", [float("-inf"), float("inf")])
+def test_a_key_with_an_infinite_param_is_written_as_strict_json_and_read_back(tmp_path, value):
+    # masked_fill's -inf fill: strict JSON has no infinities, and the string "inf" alone is a
+    # string parameter's value elsewhere (the norms' ord), so the key writes a tagged string.
+    e = matmul_entry(8, 8, 8)
+    e = Entry(key=Key.make("toy_matmul", F32, {"M": 8, "K": 8, "N": 8},
+                           {"fill": value, "ord": "inf"}, family(), e.key.fingerprint),
+              schedule=e.schedule, time_ms=1.0, baselines={"default": 2.0})
+    d = DirectoryDatabase(tmp_path)
+    d.commit([e])
+    doc = json.loads(d.path("toy_matmul", family()).read_text())
+    assert doc["entries"][0]["key"]["params"] == {"fill": f"float:{value!r}", "ord": "inf"}
+    (back,) = DirectoryDatabase(tmp_path).entries("toy_matmul", family())
+    assert back.key == e.key and dict(back.key.params) == {"fill": value, "ord": "inf"}

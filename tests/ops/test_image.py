@@ -275,6 +275,19 @@ def test_errors():
         P.resize_bilinear(x, 3, 3, align_corners="yes")
 
 
+@pytest.mark.parametrize("name", ["roi_align", "roi_pool"])
+@pytest.mark.parametrize("index", [2, -1, 0.5])
+def test_a_box_naming_no_image_is_refused(name, index):
+    # clamped in the kernel, such a box pooled the first or last image without a word
+    x = rand((2, 3, 8, 8), "float32")
+    boxes = np.array([[0, 1, 1, 5, 5], [index, 1, 1, 5, 5]], np.float32)
+    with pytest.raises(ParamError, match=rf"{name}: boxes\[1, 0\] = {float(index)!r} is not a "
+                                         r"batch index in \[0, 1\]"):
+        getattr(P, name)(x, boxes, 2)
+    with pytest.raises(ParamError, match=r"is not a batch index"):
+        getattr(P, name)(x, boxes.astype(np.int64) if index != 0.5 else boxes, 2)
+
+
 def test_roi_align_errors():
     x = rand((2, 3, 8, 8), "float32")
     good = np.array([[0, 1, 1, 5, 5]], np.float32)

@@ -186,6 +186,33 @@ def test_masked_fill_broadcasts_the_mask():
         P.masked_fill(x, mask.astype(np.int32), 1)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [float("-inf"), float("inf"), float("nan")])
+def test_masked_fill_and_pad_store_non_finite_fills_of_floats(dtype, value):
+    # -inf is the usual fill of masked attention scores (and of max pooling's padding)
+    x = rand((3, 5), dtype)
+    mask = np.array([[True, False, False, True, False]] * 3)
+    _eq(P.masked_fill(x, mask, value), np.where(mask, np.asarray(value, dtype), x))
+    want = np.pad(x, ((1, 2), (0, 1)), constant_values=value)
+    _eq(P.pad(x, (0, 1, 1, 2), value=value), want)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("value", [float("-inf"), float("nan")])
+def test_a_non_finite_fill_of_an_integer_array_is_a_param_error(dtype, value):
+    x = rand((2, 3), dtype)
+    with pytest.raises(ParamError, match=f"masked_fill: parameter 'value' is {value!r}, which "
+                                         f"{dtype} values cannot hold"):
+        P.masked_fill(x, x > 0, value)
+    with pytest.raises(ParamError, match=f"pad: parameter 'value' is {value!r}, which {dtype}"):
+        P.pad(x, (1, 1), value=value)
+
+
+def test_other_float_params_stay_finite():
+    with pytest.raises(ParamError, match="leaky_relu: parameter 'negative_slope' must be finite"):
+        P.leaky_relu(rand((4,)), negative_slope=float("inf"))
+
+
 @pytest.mark.parametrize("call, what", [
     (lambda: P.embedding(np.array([3, 10]), rand((10, 2))), r"input\[1\] = 10 .* 0 to 9"),
     (lambda: P.gather(X, 1, np.full((3, 1, 5), -1)), r"index\[0, 0, 0\] = -1 .* 0 to 3"),
