@@ -102,12 +102,16 @@ def function_name(key: str) -> str:
     return f"pypto_{key[:12]}"
 
 
-def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str) -> str:
+def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str,
+              salt: str = "") -> str:
+    """The cache key of a kernel; ``salt`` is the op's ``cache_salt`` (a traced program's
+    extents), appended only when there is one so that other keys stay as they were."""
     from ..infra.version import __version__
     from ..infra.version import halide_version as _halide_version
 
-    text = json.dumps([FORMAT, op_name, fp, list(dtypes), sorted(params.items()), schedule_hash,
-                       target.replace("-jit", ""), _halide_version(), __version__], default=str)
+    parts = [FORMAT, op_name, fp, list(dtypes), sorted(params.items()), schedule_hash,
+             target.replace("-jit", ""), _halide_version(), __version__]
+    text = json.dumps(parts + ([salt] if salt else []), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -97,7 +97,8 @@ def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source
     from . import diskcache
 
     if persist and diskcache.enabled(target):
-        key = diskcache.entry_key(op.name, fp, built.dtypes, built.params, schedule.hash, str(target))
+        key = diskcache.entry_key(op.name, fp, built.dtypes, built.params, schedule.hash,
+                                  str(target), op.cache_salt)
         python = apply_schedule(built, schedule)
         nargs = len(built.images) + sum(f.outputs() for f in built.outputs)
         try:
