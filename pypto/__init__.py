@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from . import ops
+from . import nn, ops
 from .autodiff import def_gradient, grad, value_and_grad, vjp
 from .bench.profile import profile
 from .compiler.targets import target
@@ -34,6 +34,6 @@ __all__ = [
     "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
     "add_schedule_path", "check_graph", "cond", "constant", "def_gradient", "explain", "fuse", "get_op",
-    "grad", "jit", "list_ops", "memory_policy", "op", "ops", "profile", "register_op", "spec", "target",
-    "target_specific", "tune", "value_and_grad", "vjp",
+    "grad", "jit", "list_ops", "memory_policy", "nn", "op", "ops", "profile", "register_op", "spec",
+    "target", "target_specific", "tune", "value_and_grad", "vjp",
 ]

@@ -47,8 +47,8 @@ def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
             # Reading it would drop the gradient silently (and torch refuses with a raw error).
             raise DtypeError(
                 f"{op_name}: argument '{arg}' is a torch tensor that requires grad; pass "
-                f"{arg}.detach() to compute without gradients (the upcoming pypto.torch bridge "
-                f"will carry gradients through PyPTO ops)")
+                f"{arg}.detach() to compute without gradients, or wrap the function with "
+                f"pypto.torch.op to carry them through PyPTO ops")
         if not (isinstance(value, (list, tuple, int, float, np.generic))
                 or any(hasattr(value, p) for p in ("__array__", "__array_interface__",
                                                     "__array_struct__"))):

@@ -61,3 +61,9 @@ def test_user_op_in_a_file_is_resolved(tmp_path):
     import numpy as np
 
     assert np.array_equal(op(np.arange(5, dtype=np.float32)), np.arange(1, 6, dtype=np.float32))
+
+
+def test_the_layers_are_reachable_from_the_package():
+    import pypto
+
+    assert callable(pypto.nn.lstm)

@@ -59,7 +59,10 @@ class UserRule:
         self.nondiff = set(nondiff)
         self.composite = isinstance(op, _composite.CompositeOp)
         if self.composite:
-            self.arg_names = _positional(op.fn)[1]
+            # every argument the call binds, keyword-only ones included (in signature order):
+            # the gradient function is given them all
+            self.arg_names = [p.name for p in inspect.signature(op.fn).parameters.values()
+                              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         else:
             self.arg_names = [s.name for s in op.inputs] + [p.name for p in op.params]
         unknown = self.nondiff - set(self.arg_names)
@@ -121,8 +124,7 @@ class UserRule:
             if not isinstance(g, T.Tensor):
                 g = T.as_tensor(np.asarray(g, dtype=x.dtype))
             if tuple(g.shape) != tuple(x.shape):
-                if g.ndim <= x.ndim and np.broadcast_shapes(g.shape, x.shape) == x.shape \
-                        and g.size == 1:
+                if g.size == 1 and g.ndim <= x.ndim:    # a scalar gradient, spread over x
                     g = g.reshape(()).broadcast_to(x.shape)
                 else:
                     raise OpDefinitionError(

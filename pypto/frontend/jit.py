@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import (DtypeError, GraphBreakError, ParamError, PerformanceWarning, PyptoError,
                       ScheduleError, ScheduleTooLongError, ShapeError, TraceError)
+from ..runtime import as_array
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
 
@@ -458,6 +459,9 @@ class _Step:
         self.result = None            # pytree of ("val", key) / ("arg", i) / ("py", value)
         self.result_specs: list | None = None   # (shape, dtype) of each array of the result
         self.placement: tuple | None = None     # per array of the result: produced index or None
+        #: On a tree's root: the arrays the function read besides its arguments (closed over,
+        #: globals, attributes of an argument), each with the path it was found by.
+        self.consts: list[_Const] = []
 
 
 class _Recorder:
@@ -667,8 +671,12 @@ def _break_key(value: np.ndarray, why: str):
 def _flatten(tree, leaves: list, path=()):
     """A hashable structure of ``tree`` with arrays replaced by their position in ``leaves``."""
     if isinstance(tree, np.ndarray) or _is_array_like(tree):
-        a = np.asarray(tree) if not isinstance(tree, np.ndarray) else tree
-        leaves.append(a)
+        if type(tree) is not np.ndarray or not tree.dtype.isnative:
+            # The eager ops' door: bytes swapped to native order (the kernels read raw bytes;
+            # '>f8' came out as garbage), a torch tensor that requires grad refused by name.
+            head = f"args[{path[1]}]" if path[:1] == (0,) else str(path[1])
+            tree = as_array(tree, "jit", head + "".join(f"[{p!r}]" for p in path[2:]))
+        leaves.append(tree)
         return ("A", len(leaves) - 1)
     if isinstance(tree, (list, tuple)):
         kind = "L" if isinstance(tree, list) else "T"
@@ -798,13 +806,13 @@ class JitFunction:
         GLOBAL.calls += 1
         tname = _target_name(targets.current())
         fast = None
-        if not kwargs and all(type(a) is np.ndarray for a in args):
+        if not kwargs and all(type(a) is np.ndarray and a.dtype.isnative for a in args):
             # The common call, arrays only: its key needs no walk over the arguments.
             fast = (tuple((a.shape, a.dtype.str) for a in args), tname)
             root = self._fast.get(fast)
             if root is not None:
-                out = self._counted_replay(root, args, into)
-                if out is not _MISS:
+                out = self._counted_replay(root, args, into, args)
+                if not isinstance(out, _Miss) and out is not _MISS:
                     return out
         leaves: list[np.ndarray] = []
         struct = _flatten((args, kwargs), leaves)
@@ -814,16 +822,28 @@ class JitFunction:
             if root is not None and fast is not None:
                 self._fast[fast] = root
         if root is not None:
-            out = self._counted_replay(root, leaves, into)
-            if out is not _MISS:
+            out = self._counted_replay(root, leaves, into, args)
+            if isinstance(out, _Miss):
+                # An array the function reads by name is now another shape or dtype: trace
+                # again and keep only the new tree for this signature.
+                reason = out.reason
+                with self._lock:
+                    if self._cache.get(key) is root:
+                        del self._cache[key]
+                    self._fast = {k: v for k, v in self._fast.items() if v is not root}
+            elif out is not _MISS:
                 return out
-            reason = "a break value not seen before"
+            else:
+                reason = "a break value not seen before"
         else:
             reason = _explain_miss(list(self._cache), key)
         return self._trace(key, struct, leaves, reason, into)
 
-    def _counted_replay(self, root: _Step, leaves, into=None):
-        out = self._replay(root, leaves, into)
+    def _counted_replay(self, root: _Step, leaves, into=None, args=()):
+        subs = _rebound(root.consts, self.fn, args) if root.consts else None
+        if isinstance(subs, _Miss):
+            return subs
+        out = self._replay(root, leaves, into, subs)
         if out is not _MISS:
             self.stats.replays += 1
             GLOBAL.replays += 1
@@ -895,6 +915,7 @@ class JitFunction:
             rec.steps.append(end)
         end.result = (res_struct, [self._result_ref(ctx, x, arg_nodes) for x in res_leaves])
         end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in tensors_out]
+        rec.steps[0].consts = _find_consts(rec.steps, self.fn, _unflatten(struct, leaves)[0])
         self._link(key, rec.steps)
         outs = self._checked_out(into, end.result_specs) if into is not None else None
         vals = iter(computed)
@@ -963,6 +984,8 @@ class JitFunction:
             if cur is None:
                 self._cache[key] = steps[0]
                 return
+            known = {id(c.array) for c in cur.consts}
+            cur.consts += [c for c in steps[0].consts if id(c.array) not in known]
             for i, s_ in enumerate(steps[:-1]):   # the tree holds this path up to a new value
                 if cur.brk is None and cur.result is not None:
                     return
@@ -973,8 +996,14 @@ class JitFunction:
                 cur = nxt
 
     # -- replay -------------------------------------------------------------------------------
-    def _replay(self, step: _Step, leaves: list[np.ndarray], into=None):
+    def _replay(self, step: _Step, leaves: list[np.ndarray], into=None, subs=None):
+        """Runs a recorded tree on ``leaves``; ``subs`` maps id(array) of a constant recorded at
+        trace time to the array the function would read now (see :func:`_rebound`)."""
         values: dict[tuple, np.ndarray] = {}
+
+        def const(a):
+            return subs.get(id(a), a) if subs else a
+
         outs = placed = None
         while True:
             final = step.brk is None and step.result is not None
@@ -986,7 +1015,7 @@ class JitFunction:
                 for ref in step.sources:
                     kind = ref[0]
                     arrays.append(leaves[ref[1]] if kind == "arg" else
-                                  ref[1] if kind == "const" else values[ref[1]])
+                                  const(ref[1]) if kind == "const" else values[ref[1]])
                 ran = step.segment.run(arrays, placed)
                 for key, o in zip(step.produced, ran):
                     values[key] = o
@@ -1000,7 +1029,8 @@ class JitFunction:
                 for ref in refs:
                     kind = ref[0]
                     v = (leaves[ref[1]] if kind == "arg" else
-                         values[ref[1]] if kind == "val" else ref[1])
+                         values[ref[1]] if kind == "val" else
+                         const(ref[1]) if kind == "const" else ref[1])
                     if kind != "py":
                         if outs is not None and outs[j] is not None:
                             if not placed or step.placement[j] not in placed:
@@ -1013,7 +1043,8 @@ class JitFunction:
             value = values.get(key)
             if value is None:
                 ref = getattr(step, "input_ref", None)
-                value = leaves[ref[1]] if ref and ref[0] == "arg" else ref[1] if ref else None
+                value = leaves[ref[1]] if ref and ref[0] == "arg" else \
+                    (const(ref[1]) if ref[0] == "const" else ref[1]) if ref else None
             nxt = step.children.get(_break_key(value, why))
             if nxt is None:
                 return _MISS
@@ -1088,6 +1119,160 @@ class JitFunction:
 
 
 _MISS = object()
+
+
+class _Miss:
+    """A replay refused before it ran, with the reason (an array read by name changed)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+@dataclasses.dataclass
+class _Const:
+    """An array a traced function read besides its arguments, and where it was found: ``path``
+    starts at the function (``("fn",)``) or a positional argument (``("arg", i)``) and steps
+    through closure cells, globals, attributes, items (see :func:`_follow`)."""
+
+    array: np.ndarray
+    path: tuple
+    shape: tuple
+    dtype: np.dtype
+    strides: tuple
+
+
+#: How many steps from the function or an argument :func:`_find_consts` looks for an array
+#: (a closure cell of the function a program wraps, then an attribute of the object in it).
+_FIND_DEPTH = 3
+_FIND_WIDTH = 256
+
+
+def _children(obj):
+    """(step, value) pairs one step below ``obj``: a function's closure cells and the globals
+    its code names, an object's attributes (its ``__dict__``, no properties run), a dict's,
+    list's or tuple's items."""
+    import types
+
+    if isinstance(obj, (np.ndarray, type, types.ModuleType, str, bytes)):
+        return []
+    if isinstance(obj, functools.partial):
+        return [(("item", i), a) for i, a in enumerate(obj.args)] + [(("pfunc", 0), obj.func)]
+    if isinstance(obj, types.MethodType):
+        return [(("mself", 0), obj.__self__), (("mfunc", 0), obj.__func__)]
+    if isinstance(obj, types.FunctionType):
+        names = obj.__code__.co_freevars
+        out = [(("cell", i, names[i]), c.cell_contents)
+               for i, c in enumerate(obj.__closure__ or ()) if _cell_full(c)]
+        g = obj.__globals__
+        out += [(("global", n), g[n]) for n in obj.__code__.co_names if n in g]
+        return out[:_FIND_WIDTH]
+    if isinstance(obj, dict):
+        return [(("item", k), v) for k, v in list(obj.items())[:_FIND_WIDTH]]
+    if isinstance(obj, (list, tuple)):
+        return [(("item", i), v) for i, v in enumerate(obj[:_FIND_WIDTH])]
+    d = getattr(obj, "__dict__", None)
+    if isinstance(d, dict):
+        return [(("attr", k), v) for k, v in list(d.items())[:_FIND_WIDTH]]
+    return []
+
+
+def _cell_full(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _follow(path: tuple, fn, args):
+    """The object at ``path`` now (raises LookupError, AttributeError or ValueError when it is
+    gone)."""
+    obj = fn if path[0] == ("fn",) else args[path[0][1]]
+    for kind, k, *_ in path[1:]:
+        if kind == "cell":
+            obj = obj.__closure__[k].cell_contents
+        elif kind == "global":
+            obj = obj.__globals__[k]
+        elif kind == "attr":
+            obj = vars(obj)[k]
+        elif kind == "pfunc":
+            obj = obj.func
+        elif kind == "mself":
+            obj = obj.__self__
+        elif kind == "mfunc":
+            obj = obj.__func__
+        else:
+            obj = obj.args[k] if isinstance(obj, functools.partial) else obj[k]
+    return obj
+
+
+def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
+    """The recorded constants of ``steps`` that ``fn`` reads by name: found from the function
+    (closure cells, globals) or its positional arguments within _FIND_DEPTH steps. A replay
+    reads them again there (:func:`_rebound`), so rebinding a closed-over weight, a global or
+    a layer's attribute to a new array takes effect, as an argument does. Arrays made inside
+    the function, or reached only through other functions' code, stay what the trace saw."""
+    wanted: dict[int, np.ndarray] = {}
+    for st in steps:
+        for ref in st.sources:
+            if ref[0] == "const" and isinstance(ref[1], np.ndarray):
+                wanted[id(ref[1])] = ref[1]
+        for ref in (st.result[1] if st.result else ()):
+            if ref[0] == "const" and isinstance(ref[1], np.ndarray):
+                wanted[id(ref[1])] = ref[1]
+    if not wanted:
+        return []
+    found: dict[int, tuple] = {}
+    frontier = [((("fn",),), fn)]
+    frontier += [((("arg", i),), a) for i, a in enumerate(args) if not isinstance(a, np.ndarray)]
+    seen = {id(fn)} | {id(a) for _, a in frontier}
+    for _ in range(_FIND_DEPTH):
+        nxt = []
+        for path, obj in frontier:
+            for step, child in _children(obj):
+                if isinstance(child, np.ndarray):
+                    if id(child) in wanted and id(child) not in found:
+                        found[id(child)] = path + (step,)
+                    continue
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    nxt.append((path + (step,), child))
+        frontier = nxt
+        if len(found) == len(wanted):
+            break
+    return [_Const(wanted[i], p, wanted[i].shape, wanted[i].dtype, wanted[i].strides)
+            for i, p in found.items()]
+
+
+def _describe(path: tuple) -> str:
+    text = "the function" if path[0] == ("fn",) else f"argument #{path[0][1]}"
+    for kind, k, *name in path[1:]:
+        text += {"cell": f" -> closure variable {name[0] if name else k!r}",
+                 "global": f" -> global {k!r}", "attr": f".{k}", "item": f"[{k!r}]"}.get(kind, "")
+    return text
+
+
+def _rebound(consts: list[_Const], fn, args):
+    """{id(recorded array): the array there now} for the constants that were rebound to an
+    array of the same shape, dtype and strides (the pipeline reads it as it is); a
+    :class:`_Miss` when one is now something else (the function is traced again)."""
+    subs = None
+    for c in consts:
+        try:
+            now = _follow(c.path, fn, args)
+        except (LookupError, AttributeError, ValueError, TypeError):
+            return _Miss(f"the array at {_describe(c.path)} is gone")
+        if now is c.array:
+            continue
+        if not (type(now) is np.ndarray and now.shape == c.shape and now.dtype == c.dtype
+                and now.strides == c.strides):
+            what = (f"{now.dtype}{list(now.shape)}" if isinstance(now, np.ndarray)
+                    else type(now).__name__)
+            return _Miss(f"the array at {_describe(c.path)} was rebound from "
+                         f"{c.dtype}{list(c.shape)} to {what}")
+        subs = subs or {}
+        subs[id(c.array)] = now
+    return subs
 
 
 def _op_name(name: str) -> str:

@@ -176,3 +176,35 @@ def test_grad_needs_a_scalar_and_vjp_checks_cotangents():
     _, vjp_fn = pypto.vjp(lambda v: v * 2.0, x)
     with pytest.raises(pypto.ShapeError, match=r"output gradient #0 has shape \(2,\)"):
         vjp_fn(np.ones(2))
+
+
+def test_a_composite_with_keyword_only_params_gets_them_before_the_output_gradient():
+    @pypto.register_op
+    def scaled_kw(x, *, scale=2.0):
+        return x * scale
+
+    with pytest.raises(pypto.OpDefinitionError, match=r"must take scaled_kw's 2 argument\(s\) "
+                                                r"\(x, scale\).*fn\(x, scale, dy\)"):
+        pypto.def_gradient(scaled_kw)(lambda x, dy: dy * 5.0)
+
+    @pypto.def_gradient(scaled_kw)
+    def _grad(x, scale, dy):
+        return dy * (scale + 2.0), None
+
+    x = np.array([1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(pypto.grad(lambda a: scaled_kw(a, scale=3.0).sum())(x),
+                                  np.full(3, 5.0))
+
+
+def test_a_gradient_of_a_shape_that_does_not_broadcast_is_named():
+    @pypto.register_op
+    def shrink_me(x, bits=8):
+        return x * 2.0
+
+    @pypto.def_gradient(shrink_me)
+    def _grad(x, bits, dy):
+        return dy[:2], None
+
+    with pytest.raises(pypto.OpDefinitionError,
+                       match=r"the gradient of 'x' has shape \(2,\), but 'x' has shape \(3,\)"):
+        pypto.grad(lambda a: shrink_me(a).sum())(np.array([1.0, -2.0, 3.0]))

@@ -772,3 +772,93 @@ def test_an_intermediate_read_over_less_than_a_vector_keeps_the_fused_schedule()
         got = f(x)
     np.testing.assert_array_equal(got, np.diagonal(x, -1, 0, 2) * 2)
     assert next(iter(f._cache.values())).segment.kernel.source == "default (fused)"
+
+
+# -- arrays read by name, byte order ---------------------------------------------------------------
+
+W_GLOBAL = np.ones((4, 2))
+
+
+def test_rebinding_an_array_the_function_reads_by_name_takes_effect():
+    # Closed-over arrays are pipeline inputs: a replay reads them where the function would
+    # (closure cell, global, attribute of an argument, dict item), not the trace's object.
+    global W_GLOBAL
+    x = np.ones((3, 4))
+
+    def make():
+        w = np.ones((4, 4))
+
+        @pypto.jit
+        def f(x):
+            return x @ w
+
+        def set_w(v):
+            nonlocal w
+            w = v
+        return f, set_w
+
+    f, set_w = make()
+    np.testing.assert_array_equal(f(x), x @ np.ones((4, 4)))
+    set_w(np.full((4, 4), 2.0))
+    np.testing.assert_array_equal(f(x), np.full((3, 4), 8.0))
+    assert f.stats.traces == 1                          # same shape: the pipeline is reused
+
+    class Layer:
+        def __init__(self):
+            self.w = np.ones((4, 4))
+            self.params = {"b": np.zeros(4)}
+
+        @pypto.jit
+        def __call__(self, x):
+            return x @ self.w + self.params["b"]
+
+    layer = Layer()
+    layer(x)
+    layer.w = np.full((4, 4), 3.0)
+    layer.params["b"] = np.full(4, 0.5)
+    np.testing.assert_array_equal(layer(x), np.full((3, 4), 12.5))
+
+    @pypto.jit
+    def g(x):
+        return x @ W_GLOBAL
+
+    assert g(x).shape == (3, 2)
+    W_GLOBAL = np.ones((4, 3))                           # another shape: traced again
+    try:
+        np.testing.assert_array_equal(g(x), np.full((3, 3), 4.0))
+        assert g.stats.traces == 2
+        assert "global 'W_GLOBAL' was rebound from float64[4, 2] to float64[4, 3]" in \
+            g.explain(x)
+    finally:
+        W_GLOBAL = np.ones((4, 2))
+
+
+def test_a_gradient_reads_the_minibatch_the_loss_closes_over_now():
+    batch = {"x": np.ones((3, 2)), "t": np.ones(3)}
+
+    def loss(w):
+        return ((batch["x"] @ w - batch["t"]) ** 2).sum()
+
+    g = pypto.grad(loss)
+    w = np.array([0.5, -1.0])
+    g(w)
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        batch["x"], batch["t"] = rng.standard_normal((3, 2)), rng.standard_normal(3)
+        want = 2 * batch["x"].T @ (batch["x"] @ w - batch["t"])
+        np.testing.assert_allclose(g(w), want, rtol=1e-12)
+
+
+def test_arrays_in_the_other_byte_order_are_read_as_their_values():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    swapped = a.astype(a.dtype.newbyteorder())
+
+    @pypto.jit
+    def f(x):
+        return x * 2.0 + 1.0
+
+    for _ in range(2):                                   # the trace, then the replay
+        np.testing.assert_array_equal(f(swapped), a * 2 + 1)
+    np.testing.assert_array_equal(f(a), a * 2 + 1)
+    np.testing.assert_array_equal(f(swapped), a * 2 + 1)
+    np.testing.assert_array_equal(pypto.grad(lambda x: (x * x).sum())(swapped), 2 * a)

@@ -323,6 +323,9 @@ def test_a_torch_tensor_that_requires_grad_raises_a_dtype_error_saying_what_to_d
         P.softmax(t)
     with pytest.raises(DtypeError, match="argument 'b'"):
         P.matmul(np.ones((2, 3), np.float32), torch.ones(3, 2, requires_grad=True))
+    with pytest.raises(DtypeError, match=r"jit: argument 'args\[0\]' is a torch tensor that "
+                                         r"requires grad; pass args\[0\]\.detach\(\)"):
+        pypto.jit(lambda a: a * 2)(t)
     # Detached, the same tensor is read in place of an array.
     np.testing.assert_allclose(P.softmax(t.detach()), np.full((2, 3), 1 / 3, np.float32),
                                rtol=1e-6)
