@@ -224,8 +224,11 @@ def _masked_frontend(q, k, v, attn_mask, is_causal, lengths, kv_lengths, kw):
             raise ShapeError(f"{name}: the leading dims of 'q' {q.shape[:-2]}, 'k' "
                              f"{k.shape[:-2]} and 'v' {v.shape[:-2]} cannot be broadcast "
                              f"together") from None
-        nb = int(np.prod(batch, dtype=np.int64))
-        cq, ck, cv = (_stack(x, batch).reshape((1, nb) + x.shape[-2:]) for x in (q, k, v))
+        # [first leading dim, the rest]: with lengths the first is B, one length per entry (a
+        # single row of all entries gave every entry the first length)
+        lead = batch[0] if batch else 1
+        rest = int(np.prod(batch[1:], dtype=np.int64))
+        cq, ck, cv = (_stack(x, batch).reshape((lead, rest) + x.shape[-2:]) for x in (q, k, v))
     B, H, S, L = cq.shape[0], cq.shape[1], cq.shape[2], ck.shape[2]
     if attn_mask is None:
         mask = np.ones((1, 1, 1, 1), np.bool_)
@@ -243,7 +246,7 @@ def _masked_frontend(q, k, v, attn_mask, is_causal, lengths, kv_lengths, kw):
             raise ShapeError(f"{name}: attn_mask of shape {mask.shape} does not broadcast to "
                              f"the scores' shape {tuple(want)} ([..., S, L])")
         if batch is not None:
-            mask = _dense_to(mask, want).reshape((1, -1, S, L))
+            mask = _dense_to(mask, want).reshape((B, H, S, L))
         else:
             mask = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)
     if lengths is None and kv_lengths is None:

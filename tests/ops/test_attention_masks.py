@@ -113,6 +113,24 @@ def test_variable_lengths_with_causal_and_3d_inputs():
         np.testing.assert_allclose(got[b:b + 1, :n], alone, rtol=1e-5, atol=1e-6)
 
 
+def test_lengths_with_keys_and_values_shared_by_the_heads():
+    # k, v [B, 1, L, D] broadcast over q's H heads: the lengths are still one per batch entry
+    # (they were checked against a batch of 1, and one length was applied to every entry)
+    B, H, S, D = 2, 3, 5, 4
+    q = RNG.standard_normal((B, H, S, D)).astype(np.float32)
+    k, v = (RNG.standard_normal((B, 1, S, D)).astype(np.float32) for _ in range(2))
+    lengths = np.array([3, 5])
+    got = sdpa(q, k, v, lengths=lengths, attn_mask=np.tril(np.ones((S, S), bool)))
+    for b, n in enumerate(lengths):
+        kb, vb = (np.repeat(x[b:b + 1, :, :n], H, axis=1) for x in (k, v))
+        alone = _torch(q[b:b + 1, :, :n], kb, vb, is_causal=True)
+        np.testing.assert_allclose(got[b:b + 1, :, :n], alone, rtol=1e-5, atol=1e-6)
+        assert np.all(got[b, :, n:] == 0)
+    with pytest.raises(ShapeError, match=r"'lengths' must hold one length per batch entry "
+                                         r"\(shape \(2,\)\)"):
+        sdpa(q, k, v, lengths=np.array([3]))
+
+
 def test_separate_key_lengths_for_cross_attention():
     q, k, v = _qkv(2, 1, 5, 8, 4, 3)
     got = sdpa(q, k, v, kv_lengths=np.array([3, 8]))
