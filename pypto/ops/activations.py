@@ -120,6 +120,9 @@ def _logit(x, eps=None):
     res = _ew._log(u) * hl.select(low, one, r / d)
     res = hl.select(low | (d != _k(x, 0.0)), res, r)       # u == 1 (above 1/4): log1p(r) = r
     res = hl.select(_ew._is_inf(r) & (r > _k(x, 0.0)), r, res)   # x == 1
+    # Below 0 the log's argument is negative (NaN), but at -inf the quotient -inf / inf came
+    # out finite under Halide's float assumptions (-88.3 in float32): outside [0, 1] is NaN.
+    res = hl.select(x < _k(x, 0.0), _k(x, math.nan), res)
     return _nan_through(x, res)
 
 

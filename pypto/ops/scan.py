@@ -166,7 +166,8 @@ def vector_norm(x, *, ord, p, dims):  # noqa: A002
     if ord in ("inf", "-inf"):
         big = ord == "inf"
         it = _key(x[0, 0], True).type()
-        best = _rows("best", lambda k, oo: _key(hl.abs(x[k, oo]), True), it.min() if big
+        # NaN wins either way: the largest key for the max, the smallest for the min
+        best = _rows("best", lambda k, oo: _key(hl.abs(x[k, oo]), big), it.min() if big
                      else it.max(), hl.max if big else hl.min, it, dims)
         out[o] = _unkey(best[o], t)
         return out

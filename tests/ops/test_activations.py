@@ -117,6 +117,13 @@ def test_float16_is_the_float32_result_rounded():
         np.testing.assert_array_equal(got, want, err_msg=name)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logit_outside_zero_to_one_is_nan_infinities_included(dtype):
+    # -inf gave a finite number (-88.3 in float32), where torch.logit gives NaN
+    x = np.array([-np.inf, -1e30, -2, -1e-30, 1 + 1e-7, 2, 1e30, np.inf], dtype)
+    assert np.isnan(P.logit(x)).all(), P.logit(x)
+
+
 def test_logit_is_accurate_near_one_half_and_clamps_with_eps():
     x = np.concatenate([RNG.uniform(0, 1, 2000), [0, 1, 0.5, 0.25, 1e-30, np.nan, -0.5, 2.0]])
     for dtype, bound in (("float32", 4), ("float64", 4)):

@@ -60,6 +60,9 @@ def test_vector_norm(ord):
 def test_vector_norm_of_a_nan_is_nan_and_bad_ord_is_refused():
     x = _with_nan((2, 9))
     assert np.isnan(P.vector_norm(x, np.inf, axis=1)).all()
+    # the smallest |x| too: NaN wins (torch and np.min(|x|) agree); it lost to every number
+    assert np.isnan(P.vector_norm(x, -np.inf, axis=1)).all()
+    np.testing.assert_array_equal(P.vector_norm(np.float32([[3, -1, 2]]), -np.inf, axis=1), [1])
     assert np.isnan(P.vector_norm(x, 2, axis=1)).all()
     with pytest.raises(ParamError, match="ord"):
         P.vector_norm(x, -1)
