@@ -179,8 +179,13 @@ def _conv2d_frontend(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)
     x, unbatched = _image(x, name)
     w = as_array(w, name, "w")
     sh, sw = _pair(stride, name, "stride", 1)
-    ph, pw = _pair(padding, name, "padding", 0)
     dh, dw = _pair(dilation, name, "dilation", 1)
+    if isinstance(padding, str) and w.ndim == 4:     # 'valid' or 'same', as conv1d and conv3d
+        from .conv import _padding
+
+        ph, pw = _padding(name, padding, 2, w.shape[2:], (dh, dw), (sh, sw))
+    else:
+        ph, pw = _pair(padding, name, "padding", 0)
     if isinstance(groups, bool) or not hasattr(groups, "__index__") or int(groups) < 1:
         raise ParamError(f"{name}: 'groups' must be a positive int, got {groups!r}")
     if bias is None:

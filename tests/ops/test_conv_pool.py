@@ -47,6 +47,16 @@ def direct_conv(x, w, b, stride, padding, dilation, groups):
     return out
 
 
+@pytest.mark.parametrize("padding, pads", [("same", (1, 2)), ("valid", (0, 0))])
+def test_conv2d_takes_same_and_valid_padding_as_conv1d_and_conv3d_do(padding, pads):
+    x, w = rand((1, 3, 9, 8), "float32", 1), rand((4, 3, 3, 5), "float32", 2)
+    got = P.conv2d(x, w, padding=padding, dilation=(1, 1))
+    assert_close(got, direct_conv(x, w, None, 1, pads, 1, 1).astype(np.float32), rtol=1e-5,
+                 atol=1e-5)
+    with pytest.raises(ParamError, match=r"conv2d: padding='same' needs stride 1"):
+        P.conv2d(x, w, padding="same", stride=2)
+
+
 def direct_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation):
     """Every input x[n, c, *i] adds x * w[c, o', *k] to output i * stride + k * dil - pad."""
     nsp = x.ndim - 2
