@@ -17,7 +17,7 @@ import operator
 import halide as hl
 import numpy as np
 
-from ..errors import ParamError, ShapeError
+from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._op import op
 
@@ -129,6 +129,11 @@ def _matmul_frontend(a, b):
         raise ShapeError(f"matmul: the batch dims of 'a' {a2.shape[:-2]} and 'b' {b2.shape[:-2]} "
                          f"cannot be broadcast together (shapes {a.shape} and {b.shape})") from None
     m, n = a2.shape[-2], b2.shape[-1]
+    kinds = sorted(_MATMUL_DTYPES)
+    for name, x in (("a", a), ("b", b)):
+        if np.dtype(x.dtype).name not in kinds:      # named as matmul, not the kernel it picks
+            raise DtypeError(f"matmul: argument '{name}' has dtype {np.dtype(x.dtype).name}; "
+                             f"expected {' or '.join(kinds)}")
     if b2.ndim == 2 and a2.ndim > 2:
         # A stack times one matrix is one tall matrix product.
         out = matmul.kernel(_writable(a2).reshape(-1, k_a), _writable(b2))

@@ -343,6 +343,11 @@ def test_matmul_batch_mismatch():
 def test_matmul_bad_dtypes_and_ranks():
     with pytest.raises(DtypeError, match="matmul"):
         P.matmul(rand((2, 3), "int32"), rand((3, 4), "int32"))
+    for a, b in [((2, 2, 3), (2, 3, 4)), ((2, 3), (5, 3, 4)), ((2, 3), (3,))]:
+        # a stack of products is computed by batch_matmul: the error still names matmul
+        with pytest.raises(DtypeError, match=r"^matmul: argument 'a' has dtype int32; expected "
+                                             r"float16 or float32 or float64$"):
+            P.matmul(rand(a, "int32"), rand(b, "int32"))
     with pytest.raises(DtypeError, match="'b'"):
         P.matmul(rand((2, 3)), rand((3, 4), "float64"))
     with pytest.raises(ShapeError, match="at least 1 dimension"):
