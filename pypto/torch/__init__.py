@@ -171,8 +171,8 @@ class TorchOp:
 
     def torch_op(self, *tensors):
         """The registered PyTorch op for calls with these tensors (for ``opcheck``)."""
-        n_out = len(self.out_specs(self._specs_of(tensors)))
-        return self._register(len(tensors), n_out)
+        key = tuple((tuple(int(n) for n in t.shape), str(t.dtype)) for t in tensors)
+        return self._register(len(tensors), _n_outputs(self, key))
 
     def __call__(self, *tensors):
         bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
@@ -181,6 +181,22 @@ class TorchOp:
                              f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
                              f"other arguments first, e.g. with functools.partial)")
         return self.torch_op(*tensors)(*tensors)
+
+
+@torch.compiler.assume_constant_result
+def _n_outputs(owner: TorchOp, key: tuple) -> int:
+    """How many arrays ``owner``'s function returns for arguments of these (shape, torch dtype)
+    pairs: a PyPTO trace on specs, which torch.compile runs as it is and keeps as a constant
+    (traced by Dynamo, its context variable and NumPy dtypes broke the graph, so
+    ``fullgraph=True`` failed). The op is registered here as well."""
+    for i, (_, dt) in enumerate(key):
+        if dt == "torch.bfloat16":
+            raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
+                             f"view; cast it to float32")
+    specs = tuple((shape, np.dtype(dt.replace("torch.", ""))) for shape, dt in key)
+    n_out = len(owner.out_specs(specs))
+    owner._register(len(key), n_out)     # here too: Dynamo cannot trace torch.library either
+    return n_out
 
 
 def op(fn: Callable, *, name: str | None = None) -> TorchOp:

@@ -143,3 +143,18 @@ def test_module_trains_like_torch():
         loss_ref.backward()
         opt_ref.step()
         torch.testing.assert_close(loss.detach(), loss_ref.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_wrapped_op_compiles_into_one_graph():
+    # torch.compile(fullgraph=True): the wrapper's PyPTO trace (how many outputs) runs outside
+    # Dynamo's graph as a constant; traced by Dynamo it broke the graph and fullgraph failed.
+    gelu = pt.op(pypto.ops.gelu)
+    f = torch.compile(lambda t: gelu(t).sum(), fullgraph=True)
+    x = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    got = f(x)
+    got.backward()
+    y = x.detach().clone().requires_grad_(True)
+    want = torch.nn.functional.gelu(y).sum()
+    want.backward()
+    torch.testing.assert_close(got.detach(), want.detach())
+    torch.testing.assert_close(x.grad, y.grad)
