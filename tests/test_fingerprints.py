@@ -1,4 +1,5 @@
-"""Every op's algorithm fingerprint is the same in every build and in a fresh process."""
+"""Every op's algorithm fingerprint (and the digest of its reduction domains, which the compile
+cache keys kernels by too) is the same in every build and in a fresh process."""
 
 import inspect
 import json
@@ -6,16 +7,17 @@ import subprocess
 import sys
 
 import pypto
-from pypto.compiler.lower import build, fingerprint
+from pypto.compiler.lower import build, fingerprint, rdom_digest
 
 CODE = """
 import json, inspect, pypto
-from pypto.compiler.lower import build, fingerprint
+from pypto.compiler.lower import build, fingerprint, rdom_digest
 out = {}
 for op in pypto.ops.builtin_ops():
     if any(p.default is inspect.Parameter.empty for p in op.params):
         continue
-    out[op.name] = fingerprint(build(op, op.dtypes[0], op.resolve_params({})))
+    b = build(op, op.dtypes[0], op.resolve_params({}))
+    out[op.name] = fingerprint(b) + "/" + rdom_digest(b)
 print(json.dumps(out))
 """
 
@@ -26,8 +28,10 @@ def _all():
         if op.category == "test" or any(p.default is inspect.Parameter.empty for p in op.params):
             continue
         params = op.resolve_params({})
-        out[op.name] = fingerprint(build(op, op.dtypes[0], params))
-        assert out[op.name] == fingerprint(build(op, op.dtypes[0], params)), op.name
+        b = build(op, op.dtypes[0], params)
+        out[op.name] = fingerprint(b) + "/" + rdom_digest(b)
+        b2 = build(op, op.dtypes[0], params)
+        assert out[op.name] == fingerprint(b2) + "/" + rdom_digest(b2), op.name
     return out
 
 

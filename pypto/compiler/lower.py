@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -64,6 +65,8 @@ class Built:
     pipeline: Any
     funcs: dict[str, FuncInfo]
     order: list[str] = dataclasses.field(default_factory=list)  # real names by get_func index
+    #: Every reduction domain the algorithm made, as text: its bounds and predicates.
+    rdoms: tuple[str, ...] = ()
 
     @property
     def out_dtypes(self) -> tuple[str, ...]:
@@ -86,6 +89,32 @@ def _expr_text(e) -> str:
     return m.group(1) if m else str(e)
 
 
+_rdom_log = threading.local()
+
+
+class _NotedRDom(hl.RDom):
+    """``hl.RDom`` that notes its bounds and predicates in the :func:`build` running on this
+    thread (``Built.rdoms``); otherwise it is Halide's RDom. Installed as ``halide.RDom`` when
+    this module loads, so every algorithm's ``hl.RDom(...)`` makes one."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        log = getattr(_rdom_log, "items", None)
+        if log is not None:
+            log.append("R " + "; ".join(f"{self[i].min()}, {self[i].extent()}"
+                                        for i in range(self.dimensions())))
+
+    def where(self, predicate):
+        log = getattr(_rdom_log, "items", None)
+        if log is not None:
+            log.append(f"W {predicate}")
+        return super().where(predicate)
+
+
+if not issubclass(hl.RDom, _NotedRDom):
+    hl.RDom = _NotedRDom
+
+
 def base_name(name: str) -> str:
     """A Func's name without the ``$N`` suffix Halide adds to keep names unique in a process."""
     return re.sub(r"\$\d+$", "", name)
@@ -99,10 +128,14 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
     for spec, im in zip(op.inputs, images):
         for axis, d in enumerate(spec.dims):
             exprs.setdefault(d, im.dim(spec.rank - 1 - axis).extent())
+    outer = getattr(_rdom_log, "items", None)
+    _rdom_log.items = rdoms = []
     try:
         outputs = op.build(images, params, Dims(exprs))
     except hl.HalideError as e:
         raise OpDefinitionError(f"op {op.name!r}: the algorithm failed to build: {e}") from None
+    finally:
+        _rdom_log.items = outer
     for spec, f in zip(op.outputs, outputs):
         want = tuple(d.lower() for d in reversed(spec.dims))
         got = tuple(a.name() for a in f.args())
@@ -154,10 +187,30 @@ def build(op: Op, dtypes: Sequence[str], params: Mapping[str, Any]) -> Built:
         info.calls = frozenset(base_of[n] for n in call_re.findall(text)
                                if n in base_of and base_of[n] != info.name)
     return Built(op=op, dtypes=tuple(dtypes), params=dict(params), images=images,
-                 outputs=outputs, pipeline=pipeline, funcs=funcs, order=order)
+                 outputs=outputs, pipeline=pipeline, funcs=funcs, order=order,
+                 rdoms=tuple(rdoms))
 
 
 _UNIQUE = re.compile(r"\$\d+")
+
+
+def _normalized(text: str) -> str:
+    """``text`` without Halide's process-wide unique suffixes and temporaries' numbers."""
+    text = _UNIQUE.sub("", text)
+    # Halide names common subexpressions t123 from a process-wide counter: number them by order
+    # of appearance so that equal algorithms print equally in every build and process.
+    temps: dict[str, str] = {}
+    return re.sub(r"\bt\d+\b", lambda m: temps.setdefault(m.group(0), f"t#{len(temps)}"), text)
+
+
+def rdom_digest(built: Built) -> str:
+    """A hash of the algorithm's reduction domains (bounds and predicates), which Halide's Python
+    API does not expose from a Func, so :func:`fingerprint` cannot see them: an op whose edit
+    changed only a reduction's extent kept its fingerprint. The compile cache keys kernels by it
+    too (see ``compiler.jit.compile_built``); ''  when there are none."""
+    if not built.rdoms:
+        return ""
+    return hashlib.sha256(_normalized("\n".join(built.rdoms)).encode()).hexdigest()[:16]
 
 
 def fingerprint(built: Built) -> str:
@@ -176,11 +229,7 @@ def fingerprint(built: Built) -> str:
         for u in range(len(info.updates)):
             vals = [str(v) for v in _update_values(f, u)]
             lines.append(f"  U{u} {[str(a) for a in f.update_args(u)]} = {vals}")
-    text = _UNIQUE.sub("", "\n".join(lines))
-    # Halide names common subexpressions t123 from a process-wide counter: number them by order
-    # of appearance so that equal algorithms print equally in every build and process.
-    temps: dict[str, str] = {}
-    text = re.sub(r"\bt\d+\b", lambda m: temps.setdefault(m.group(0), f"t#{len(temps)}"), text)
+    text = _normalized("\n".join(lines))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
