@@ -348,6 +348,12 @@ def _masked_fill_frontend(input, mask, value):  # noqa: A002
     except ValueError:
         raise ShapeError(f"masked_fill: mask {m.shape} does not broadcast to input "
                          f"{x.shape}") from None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+            and int(float(value)) != int(value):
+        # the fill reaches the kernel as a float64 parameter
+        raise ParamError(f"masked_fill: value {int(value)} has no exact float64 form (fills are "
+                         f"passed as float64, exact up to 2**53); use "
+                         f"np.where(mask, {int(value)}, input)")
     c = x.shape[-1] if x.ndim else 1
     out = masked_fill.kernel(x.reshape(-1, c), m.reshape(-1, c), value=float(value))
     return out.reshape(x.shape)

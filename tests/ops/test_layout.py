@@ -208,6 +208,15 @@ def test_a_non_finite_fill_of_an_integer_array_is_a_param_error(dtype, value):
         P.pad(x, (1, 1), value=value)
 
 
+def test_an_integer_fill_past_float64s_exact_range_is_refused():
+    x = np.zeros(3, np.int64)
+    mask = np.array([True, False, True])
+    _eq(P.masked_fill(x, mask, 2 ** 53), np.where(mask, np.int64(2 ** 53), x))
+    with pytest.raises(ParamError, match=r"masked_fill: value 9007199254740993 has no exact "
+                                         r"float64 form"):
+        P.masked_fill(x, mask, 2 ** 53 + 1)       # it was written as 2**53
+
+
 def test_other_float_params_stay_finite():
     with pytest.raises(ParamError, match="leaky_relu: parameter 'negative_slope' must be finite"):
         P.leaky_relu(rand((4,)), negative_slope=float("inf"))
