@@ -1136,9 +1136,12 @@ class _Const:
 
     array: np.ndarray
     path: tuple
-    shape: tuple
+    shape: tuple          # of the array at ``path`` when traced (the constant, or its base)
     dtype: np.dtype
     strides: tuple
+    #: When the constant is a view the function made of the array at ``path`` (``self.w.T``):
+    #: its byte offset into that array, shape and strides, to make the same view of a new one.
+    view: tuple | None = None
 
 
 #: How many steps from the function or an argument :func:`_find_consts` looks for an array
@@ -1222,7 +1225,13 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
                 wanted[id(ref[1])] = ref[1]
     if not wanted:
         return []
+    # views the function made (w.T, w[0]) of arrays that own their memory: by that owner
+    by_base: dict[int, list[np.ndarray]] = {}
+    for a in wanted.values():
+        if isinstance(a.base, np.ndarray) and a.base.base is None:
+            by_base.setdefault(id(a.base), []).append(a)
     found: dict[int, tuple] = {}
+    views: dict[int, tuple] = {}
     frontier = [((("fn",),), fn)]
     frontier += [((("arg", i),), a) for i, a in enumerate(args) if not isinstance(a, np.ndarray)]
     seen = {id(fn)} | {id(a) for _, a in frontier}
@@ -1233,6 +1242,8 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
                 if isinstance(child, np.ndarray):
                     if id(child) in wanted and id(child) not in found:
                         found[id(child)] = path + (step,)
+                    for v in by_base.get(id(child), ()):
+                        views.setdefault(id(v), (path + (step,), child))
                     continue
                 if id(child) not in seen:
                     seen.add(id(child))
@@ -1240,8 +1251,15 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
         frontier = nxt
         if len(found) == len(wanted):
             break
-    return [_Const(wanted[i], p, wanted[i].shape, wanted[i].dtype, wanted[i].strides)
-            for i, p in found.items()]
+    out = [_Const(wanted[i], p, wanted[i].shape, wanted[i].dtype, wanted[i].strides)
+           for i, p in found.items()]
+    for i, (p, base) in views.items():
+        if i not in found:
+            v = wanted[i]
+            off = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+            out.append(_Const(v, p, base.shape, base.dtype, base.strides,
+                              (off, v.shape, v.strides)))
+    return out
 
 
 def _describe(path: tuple) -> str:
@@ -1270,6 +1288,13 @@ def _rebound(consts: list[_Const], fn, args):
                     else type(now).__name__)
             return _Miss(f"the array at {_describe(c.path)} was rebound from "
                          f"{c.dtype}{list(c.shape)} to {what}")
+        if c.view is not None:
+            off, shape, strides = c.view
+            try:
+                now = np.ndarray(shape, c.dtype, buffer=now, offset=off, strides=strides)
+            except (TypeError, ValueError):
+                return _Miss(f"the array at {_describe(c.path)} was rebound to one whose view "
+                             f"cannot be made the same way")
         subs = subs or {}
         subs[id(c.array)] = now
     return subs

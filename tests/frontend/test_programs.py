@@ -833,6 +833,25 @@ def test_rebinding_an_array_the_function_reads_by_name_takes_effect():
         W_GLOBAL = np.ones((4, 2))
 
 
+def test_a_view_the_function_makes_of_a_rebound_weight_is_made_of_the_new_one():
+    class Linear:
+        def __init__(self, w):
+            self.w = w
+
+        @pypto.jit
+        def __call__(self, x):
+            return x @ self.w.T + self.w[:, 0]          # views made inside the function
+
+    rng = np.random.default_rng(0)
+    layer, x = Linear(rng.standard_normal((3, 4))), rng.standard_normal((2, 4))
+    for w in [layer.w, rng.standard_normal((3, 4)), np.asfortranarray(rng.standard_normal((3, 4))),
+              rng.standard_normal((5, 4))]:
+        layer.w = w
+        np.testing.assert_allclose(layer(x), x @ w.T + w[:, 0], rtol=1e-12)
+    # the same layout reuses the trace; Fortran order and a new shape trace again
+    assert Linear.__call__.stats.traces == 3
+
+
 def test_a_gradient_reads_the_minibatch_the_loss_closes_over_now():
     batch = {"x": np.ones((3, 2)), "t": np.ones(3)}
 
