@@ -14,7 +14,7 @@ def test_public_api_is_pinned():
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
         "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond", "constant",
         "def_gradient", "explain", "fuse", "get_op", "grad", "jit", "list_ops", "memory_policy",
-        "op", "ops",
+        "nn", "op", "ops",
         "profile", "register_op", "spec",
         "target", "target_specific", "tune", "value_and_grad", "vjp"])
     for name in pypto.__all__:
