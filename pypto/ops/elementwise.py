@@ -109,6 +109,14 @@ def _magnitude_bits(x):
     return _as_bits(x) & ~_sign_bit(x)
 
 
+def _fabs(x):
+    """|x| of a float by clearing its sign bit. Use it where the sign is put back afterwards:
+    Halide 21 compiled strict_float(abs(x) * c) in float64 to -0.0 for x = +0.0 (the lowered
+    statement is right, the machine code is not), so sin, tan, tanh and sinh of +0.0 gave
+    -0.0 and 1 / sin(0.0) gave -inf."""
+    return _from_bits(_magnitude_bits(x), x)
+
+
 def _exp_mask(x):
     n = x.type().bits()
     mant = 23 if n == 32 else 52
@@ -351,7 +359,7 @@ def _log1p(x):
 def _tanh(x):
     b = x.type().bits()
     x = _let("tanh_arg", x)
-    a = _clamp(hl.abs(x), 0.0, 9.5 if b == 32 else 19.5)
+    a = _clamp(_fabs(x), 0.0, 9.5 if b == 32 else 19.5)
     e = _let("tanh_em1", _expm1(a + a))
     t = e / (e + _k(x, 2.0))
     return _copysign(t, x)
@@ -438,7 +446,8 @@ def _erf32(x):
     # Halide's float32 erf is a vector polynomial accurate to ~4e-7; it needs a bounded input.
     x = _let("erf_arg", x)
     res = hl.erf(_clamp(x, -8.0, 8.0))
-    return hl.select(_is_nan(x), x, res)
+    # NaN and both zeros as they are (Halide's erf(-0.0) is +0.0; torch and SciPy keep -0.0)
+    return hl.select(_is_nan(x) | (x == _k(x, 0.0)), x, res)
 
 
 def _erf(x):
@@ -561,7 +570,7 @@ def _quadrant64(x):
     """float64 |x| = k pi/2 + r (Cody-Waite, accurate below SINCOS64_FAST), then sin r and
     cos r: (k as int32, sin r, cos r)."""
     p1, p2, p3 = _pio2_parts()
-    a = hl.abs(x)
+    a = _fabs(x)
     k, quad = _round_nearest(a * lit64(2.0 / math.pi), "sincos_k")
     r = _let("sincos_r", ((a - k * lit64(p1)) - k * lit64(p2)) - k * lit64(p3))
     z = _let("sincos_z", r * r)

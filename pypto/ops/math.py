@@ -140,7 +140,7 @@ def _hyp_large(a):
 
 def _sinh(x):
     x = _let("sinh_arg", x)
-    a = _let("sinh_abs", hl.abs(x))
+    a = _let("sinh_abs", _ew._fabs(x))
     cut = _k(x, _HYP_CUT[x.type().bits()])
     e = _let("sinh_em1", _ew._expm1(hl.min(a, cut)))
     small = (e + e / (e + _k(x, 1.0))) * _k(x, 0.5)   # (e^a - e^-a) / 2 without cancellation

@@ -337,3 +337,18 @@ def test_gpu_defaults_run_on_opencl():
         with pypto.target("opencl"):
             got = getattr(P, name)(*args)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=name)
+
+
+ODD = ["sin", "sinh", "tan", "tanh", "asin", "atan", "asinh", "atanh", "expm1", "log1p", "cbrt",
+       "erf", "trunc"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", [n for n in ODD if hasattr(P, n)])
+def test_odd_functions_keep_the_sign_of_zero(name, dtype):
+    # float64 sin, tan, tanh and sinh gave -0.0 for +0.0 (a Halide code-generation fault with
+    # strict_float(abs(x) * c)), so 1 / sin(0.0) was -inf
+    x = np.array([0.0, -0.0], dtype)
+    got = getattr(P, name)(x)
+    np.testing.assert_array_equal(np.signbit(got), [False, True])
+    np.testing.assert_array_equal(got, [0.0, 0.0])
