@@ -108,6 +108,13 @@ class Param:
             if self.finite and not math.isfinite(value):
                 raise ParamError(f"{where} must be finite, got {value!r}")
         elif kind is str:
+            if self.name == "dtype" and not isinstance(value, str):
+                # a dtype parameter takes what np.dtype does (np.int16, np.dtype("int16"))
+                try:
+                    value = np.dtype(value).name
+                except TypeError:
+                    raise ParamError(f"{where} expects a dtype name or NumPy dtype, got "
+                                     f"{value!r}") from None
             if not isinstance(value, str):
                 raise ParamError(f"{where} expects a string, got {value!r}")
         if self.choices is not None and value not in self.choices:

@@ -291,6 +291,13 @@ def _scalar_split(n: int) -> tuple[int, int] | None:
     return got
 
 
+def _kind_of(v) -> str:
+    """How an argument reads in a promotion message: an array's dtype or a Python number's type."""
+    if hasattr(v, "dtype"):
+        return str(np.dtype(v.dtype))
+    return f"a Python {type(v).__name__}"
+
+
 def _with_scalar(name: str, accepted: set, a0, a1):
     """``op(array, number)`` or ``op(number, array)`` for a C-ordered float array and a Python
     float or int, NumPy's way (the number takes the array's dtype); None for any other call."""
@@ -355,9 +362,15 @@ def _frontend(name: str, arg_names, cond: str | None = None):
         the_op = _OPS[name]
         allowed = sorted({s[-1] for s in the_op.dtypes})
         if dt.name not in allowed:
-            what = next((n for n, a in zip(arg_names, arrays) if n != cond), arg_names[0])
-            raise DtypeError(f"{name}: argument '{what}' has dtype {dt.name}; expected "
-                             f"{' or '.join(allowed)}")
+            given = [(n, v) for n, v in zip(arg_names, values) if n != cond]
+            what = next((n for n, v in given if np.dtype(getattr(v, "dtype", "O")) == dt), None)
+            if what is not None:
+                raise DtypeError(f"{name}: argument '{what}' has dtype {dt.name}; expected "
+                                 f"{' or '.join(allowed)}")
+            kinds = ", ".join(f"'{n}' {_kind_of(v)}" for n, v in given)
+            raise DtypeError(f"{name}: the arguments ({kinds}) promote to {dt.name} (NumPy's "
+                             f"rules), which {name} does not take; expected "
+                             f"{' or '.join(allowed)}: cast an array first (x.astype(...))")
         try:
             shape = np.broadcast_shapes(*(a.shape for a in arrays))
         except ValueError:

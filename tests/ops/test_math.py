@@ -352,3 +352,17 @@ def test_odd_functions_keep_the_sign_of_zero(name, dtype):
     got = getattr(P, name)(x)
     np.testing.assert_array_equal(np.signbit(got), [False, True])
     np.testing.assert_array_equal(got, [0.0, 0.0])
+
+
+def test_cast_takes_numpy_dtypes_as_astype_does():
+    x = np.array([1.7, -2.2], np.float32)
+    for dt in (np.int16, np.dtype("int16"), "int16"):
+        got = P.cast(x, dt)
+        assert got.dtype == np.int16 and got.tolist() == [1, -2]
+
+
+def test_a_promotion_to_an_unsupported_dtype_names_the_promotion_not_the_array():
+    a = np.array([-1, 0, 1, 2], np.int32)
+    with pytest.raises(pypto.DtypeError, match=r"fmod: the arguments \('a' int32, 'b' a Python "
+                                               r"float\) promote to float64"):
+        P.fmod(a, 0.5)
