@@ -45,7 +45,7 @@ from pypto.schedule.defaults import default_schedule
 from pypto.schedule.schedule import Schedule
 
 from .evaluate import Evaluator, Result
-from .space import space_for, template_seed
+from .space import FixedPoint, space_for, template_seed
 from .verdict import Verdict, decide, store_winner, timing_for
 
 AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
@@ -345,8 +345,18 @@ class Tuner:
         other = optuna.load_study(study_name=best[1], storage=storage)
         done = [t for t in other.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
                 if t.params]
+        space = self._space()
         for t in sorted(done, key=lambda t: t.value)[:3]:
-            study.enqueue_trial(t.params, skip_if_exists=True)
+            # Projected onto this shape's space: a knob's choices depend on the extents (a split
+            # factor of 32 is no choice at 16), and Optuna refuses a fixed value outside them
+            # (the run died with "'32' not in (16,)"). A value that is no choice here takes the
+            # knob's first.
+            point = FixedPoint(t.params)
+            try:
+                space.sample(point)
+            except PyptoError:
+                continue
+            study.enqueue_trial(point.used, skip_if_exists=True)
         self.say(f"seeded from the nearest tuned shape ({best[1].split('|')[2]}): "
                  f"{min(3, len(done))} configurations")
 

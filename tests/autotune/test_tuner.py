@@ -203,3 +203,16 @@ def test_candidates_compile_ahead_of_time_into_a_scratch_cache(tmp_path, monkeyp
     monkeypatch.setenv("PYPTO_CACHE_DIR", "off")
     with Evaluator(f"{TOY}:toy_scale", ("float32",), {}, {"R": 8, "C": 8}, "host") as ev:
         assert ev.evaluate(s).ok and ev.scratch is None
+
+
+def test_a_seed_from_a_larger_shape_is_projected_onto_the_new_space(tmp_path):
+    # At C=256 a split or vector factor of 32 is a choice; at C=16 it is not, and enqueuing it
+    # as it was made Optuna refuse the trial ("'32' not in (16,)") and the run die.
+    Tuner(cfg(tmp_path, shape={"R": 64, "C": 256}, trials=8), say=lambda s: None).run()
+    msgs = []
+    res = Tuner(cfg(tmp_path, shape={"R": 8, "C": 16}, trials=3), say=msgs.append).run()
+    assert any("seeded from the nearest tuned shape" in m for m in msgs), msgs
+    assert res.winner
+    second = optuna.load_study(study_name=Tuner(cfg(tmp_path, shape={"R": 8, "C": 16})).name,
+                               storage=f"sqlite:///{tmp_path}/study.db")
+    assert [t for t in second.trials if t.params and t.value is not None]
