@@ -82,16 +82,32 @@ def _ms(t) -> str:
     return "-" if t is None else f"{t:.3f} ms"
 
 
-def _entries_of(path: str | Path) -> dict[Key, Entry]:
+def _entries_of(path: str | Path, what: str) -> dict[Key, Entry]:
+    """The entries of a database folder or file, the better one per key (as a commit keeps);
+    a DatabaseError when some do not load: ``what`` (merge, diff) would take them as absent."""
+    from ..errors import DatabaseError
+
     p = Path(path)
     if p.is_file():
-        return {e.key: e for e in DirectoryDatabase(p.parent.parent).load_file(p).entries}
-    return {e.key: e for e in DirectoryDatabase(p).iter_all()}
+        loaded = DirectoryDatabase(p.parent.parent).load_file(p)
+        entries, problems = loaded.entries, loaded.problems
+    else:
+        db = DirectoryDatabase(p)
+        entries, problems = list(db.iter_all()), db.problems()
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more"
+                                           if len(problems) > 3 else "")
+        raise DatabaseError(f"db {what}: {path} has entries that do not load ({shown}); "
+                            f"`pypto db validate {path}` lists them: fix or remove them first")
+    out: dict[Key, Entry] = {}
+    for e in entries:
+        out[e.key] = better(out[e.key], e) if e.key in out else e
+    return out
 
 
 def diff(a: str | Path, b: str | Path) -> Diff:
     """What changed from database (or file) ``a`` to ``b``, by key."""
-    ea, eb = _entries_of(a), _entries_of(b)
+    ea, eb = _entries_of(a, "diff"), _entries_of(b, "diff")
     return Diff(added=[eb[k] for k in eb if k not in ea], removed=[ea[k] for k in ea if k not in eb],
                 changed=[(ea[k], eb[k]) for k in ea if k in eb and
                          (ea[k].schedule.hash != eb[k].schedule.hash or ea[k].time_ms != eb[k].time_ms)])
@@ -102,7 +118,7 @@ def merge(sources: Iterable[str | Path], dest: str | Path) -> int:
     out = DirectoryDatabase(dest)
     kept = 0
     for src in sources:
-        entries = list(_entries_of(src).values())
+        entries = list(_entries_of(src, "merge").values())
         kept += out.commit(entries, source=str(src))
     return kept
 
@@ -116,12 +132,22 @@ def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:
     """
     report: list[str] = []
     fps: dict[tuple, str] = {}
+    from ..errors import DatabaseError
+
     for path in db.files():
         judge = functools.partial(_prune_file, path=path, fps=fps, report=report, root=db.root)
+        loaded = db.load_file(path)
+        if loaded.problems:        # the other files are still pruned
+            report.append(f"{path}: left alone: {len(loaded.problems)} problem(s), e.g. "
+                          f"{loaded.problems[0]} (`pypto db validate` lists them)")
+            continue
         if dry_run:
-            judge(db.load_file(path))
+            judge(loaded)
         else:
-            db.update(path.stem, path.parent.name, judge)
+            try:
+                db.update(path.stem, path.parent.name, judge)
+            except DatabaseError as e:
+                report.append(f"{path}: left alone: {e}")
     return report
 
 

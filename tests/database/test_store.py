@@ -206,3 +206,33 @@ def test_a_key_with_an_infinite_param_is_written_as_strict_json_and_read_back(tm
     assert doc["entries"][0]["key"]["params"] == {"fill": f"float:{value!r}", "ord": "inf"}
     (back,) = DirectoryDatabase(tmp_path).entries("toy_matmul", family())
     assert back.key == e.key and dict(back.key.params) == {"fill": value, "ord": "inf"}
+
+
+def test_merge_keeps_the_faster_of_duplicate_keys_in_a_source(tmp_path):
+    src = DirectoryDatabase(tmp_path / "src")
+    src.commit([matmul_entry(8, 8, 8, time_ms=0.5)])
+    path = src.path("toy_matmul", family())
+    doc = json.loads(path.read_text())
+    slow = json.loads(json.dumps(doc["entries"][0]))
+    slow["time_ms"] = 99.0
+    doc["entries"].append(slow)                          # the same key again, slower, last
+    path.write_text(json.dumps(doc))
+    merge([tmp_path / "src"], tmp_path / "out")
+    (got,) = DirectoryDatabase(tmp_path / "out").iter_all()
+    assert got.time_ms == 0.5                             # the last one (99 ms) was kept
+
+
+def test_merge_and_diff_refuse_a_source_that_does_not_load_and_prune_goes_on(tmp_path):
+    good = _good_file(tmp_path / "bad")
+    broken = good.parent / "toy_scale.json"
+    broken.write_text(good.read_text()[:200])             # truncated: not JSON
+    for call in (lambda: merge([tmp_path / "bad"], tmp_path / "out"),
+                 lambda: diff(tmp_path / "bad", tmp_path / "bad")):
+        with pytest.raises(DatabaseError, match=r"has entries that do not load .*pypto db "
+                                                r"validate"):
+            call()
+    DirectoryDatabase(tmp_path / "bad").commit([matmul_entry(64, 8, 8, fprint="0" * 16)])
+    report = prune(DirectoryDatabase(tmp_path / "bad"))
+    assert any("toy_scale.json: left alone" in r for r in report), report
+    assert any("stale" in r for r in report), report       # the loadable file was still pruned
+    assert broken.read_text() == good.read_text()[:200]
