@@ -39,6 +39,7 @@ from pypto.compiler.lower import build, fingerprint
 from pypto.database import DirectoryDatabase, Entry, Key, provenance
 from pypto.database.lookup import SHIPPED, distance, lookup, record_slower, write_root
 from pypto.errors import PyptoError, TargetError
+from pypto.infra.inputs import check_size
 from pypto.infra.inputs import complete_dims
 from pypto.ops._load import resolve_op
 from pypto.schedule.defaults import default_schedule
@@ -192,6 +193,7 @@ class Tuner:
         self.built = build(self.op, self.dtypes, self.params)
         self.fp = fingerprint(self.built)
         self.key_dims = {d: self.dims[d] for d in self.op.input_dims}
+        check_size(self.op, self.dtypes, self.dims)    # before any worker starts
         self.name = study_name(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
         self.storage_url = cfg.storage or default_storage()
         self.failures = 0

@@ -101,7 +101,12 @@ def parse(name: str | hl.Target) -> hl.Target:
     if not re.fullmatch(r"[a-z0-9_\-]+", text) or not hl.Target.validate_target_string(text):
         raise TargetError(f"unknown target {name!r}; use a short name ({_known()}) "
                           "or a Halide target string such as 'x86-64-linux-avx2'")
-    return hl.Target(text)
+    try:
+        return hl.Target(text)
+    except hl.HalideError as e:   # well-formed, but its features do not go together
+        why = str(e).strip().splitlines()[-1] if str(e).strip() else "Halide refused it"
+        raise TargetError(f"target {name!r} is not one Halide can build for: {why}; drop the "
+                          f"features that conflict") from None
 
 
 def family(target: hl.Target) -> str:

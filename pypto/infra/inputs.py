@@ -46,8 +46,47 @@ def complete_dims(op, shape: Mapping[str, int], params: Mapping) -> dict[str, in
     return dims
 
 
+#: Inputs larger than this (in all) are refused before any is made: a shape typed with a zero
+#: too many ended in NumPy's MemoryError or "array is too big" traceback.
+MAX_INPUT_BYTES = 1 << 36
+
+
+def check_size(op, dtypes, dims: Mapping[str, int]) -> None:
+    from ..errors import ShapeError
+
+    total = 0
+    for spec, dt in zip(op.inputs, dtypes):
+        n = 1
+        for d in spec.dims:
+            n *= int(dims.get(d, 1))
+        total += n * np.dtype(dt).itemsize
+    if total > MAX_INPUT_BYTES:
+        raise ShapeError(f"{op.name}: inputs of {dict(dims)} would take {total / 2**30:.1f} GiB "
+                         f"(at most {MAX_INPUT_BYTES / 2**30:.0f} GiB are made); pick a "
+                         f"smaller shape")
+    avail = _available_memory()
+    if avail is not None and total > avail:
+        raise ShapeError(f"{op.name}: inputs of {dict(dims)} would take {total / 2**30:.1f} GiB, "
+                         f"more than the {avail / 2**30:.1f} GiB of free memory; pick a "
+                         f"smaller shape")
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (free memory plus what the page cache would give
+    back), or None where there is no such file."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def make_inputs(op, dtypes, dims: Mapping[str, int], params: Mapping, seed: int = 0) -> list[np.ndarray]:
     """Random inputs in the op's canonical form; ops with constraints supply ``make_inputs``."""
+    check_size(op, dtypes, dims)
     rng = np.random.default_rng(seed)
     hook = getattr(op, "make_inputs", None)
     if hook is not None:

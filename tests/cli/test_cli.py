@@ -122,3 +122,24 @@ def test_durations(text, secs):
     from pypto.cli.tune import parse_duration
 
     assert parse_duration(text) == secs
+
+
+@pytest.mark.parametrize("args, message", [
+    (("profile", "softmax", "--shape", "R=200000,C=100000"),
+     r"softmax: inputs of .* would take 74.5 GiB"),
+    (("bench", "softmax", "--shape", "R=99999999999,C=99999999999"), r"softmax: inputs of .* GiB"),
+    (("tune", "softmax", "--shape", "R=200000,C=100000", "--trials", "1"),
+     r"softmax: inputs of .* would take 74.5 GiB"),
+    (("profile", "softmax", "--shape", "R=8,C=8", "--target", "x86-64-linux-avx512-sve2"),
+     r"target 'x86-64-linux-avx512-sve2' is not one Halide can build for: .*sve2 is "
+     r"incompatible"),
+])
+def test_an_impossible_shape_or_target_is_one_line_not_a_traceback(args, message, tmp_path,
+                                                                   monkeypatch):
+    import re
+
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", str(tmp_path / "db"))
+    r = CliRunner().invoke(cli, list(args) + (["--storage", f"sqlite:///{tmp_path}/s.db"]
+                                              if args[0] == "tune" else []))
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert re.search(message, r.output.splitlines()[-1]), r.output
