@@ -9,7 +9,7 @@ import sys
 import click
 
 from ..errors import ParamError
-from .common import dtype_option, param_option, parse_params
+from .common import dtype_option, param_option, parse_params, writable_file
 
 
 def _autoschedule_dir(given: str | None) -> str:
@@ -58,7 +58,8 @@ def replace_block(path: str, name: str, text: str) -> None:
 @click.option("--memory", is_flag=True, help="Peak memory of one call per implementation (fresh processes).")
 @click.option("--compile-cost", is_flag=True, help="Cold compile and time to first result (fresh processes).")
 @click.option("--quick", is_flag=True, help="Fewer timing rounds (for a first look, not for records).")
-@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False), help="Write the report as JSON.")
+@click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False),
+              callback=writable_file, help="Write the report as JSON.")
 @click.option("--from-json", "from_json", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Render an earlier report instead of measuring.")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), help="Bar chart of speedups over NumPy (PNG).")
@@ -125,9 +126,15 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     from ..bench import harness
 
     if from_json:
-        with open(from_json) as f:
-            report = json.load(f)
-        harness.validate_report(report)
+        import jsonschema
+
+        try:
+            with open(from_json) as f:
+                report = json.load(f)
+            harness.validate_report(report)
+        except (ValueError, OSError, jsonschema.ValidationError) as e:
+            raise click.ClickException(f"{from_json} is not a pypto bench report: "
+                                       f"{str(e).splitlines()[0]}") from None
     else:
         report = _measure(harness, ops, suite, shape, dtype, params, sizes, compare, autoschedules,
                           no_autoschedule_missing, roofline, memory, compile_cost, quick, no_progress,

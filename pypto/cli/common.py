@@ -7,6 +7,22 @@ import click
 from ..errors import ParamError
 
 
+def writable_file(ctx, param, value):
+    """A click callback: ``value`` (a file to write at the end of a long run) must lie in a
+    folder that exists and can be written, checked before the run rather than after it."""
+    import os
+    from pathlib import Path
+
+    if value is None or value == "-":
+        return value
+    folder = Path(value).parent
+    if not folder.is_dir():
+        raise click.BadParameter(f"the folder {str(folder)!r} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise click.BadParameter(f"the folder {str(folder)!r} cannot be written")
+    return value
+
+
 def parse_params(items: tuple[str, ...]) -> dict:
     """``("eps=1e-5", "axis=1")`` -> ``{"eps": 1e-05, "axis": 1}`` (ints, floats, bools, strings)."""
     out = {}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from .common import dtype_option, param_option, parse_params, shape_option, target_option
+from .common import (dtype_option, param_option, parse_params, shape_option, target_option,
+                     writable_file)
 
 
 def _schedule(op, spec: str):
@@ -44,6 +45,7 @@ def _schedule(op, spec: str):
 @click.option("--stmt-html", "stmt_html_path", default=None, type=click.Path(dir_okay=False),
               help="Also write Halide's lowered loop nest as HTML to this file.")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False),
+              callback=writable_file,
               help="Also write the report as JSON to this file ('-' for standard output).")
 @click.option("--no-check", is_flag=True, help="Skip comparing the output with the NumPy reference.")
 def profile(op_name, shape, dtype, params, schedule_spec, target, runs, min_samples, budget,

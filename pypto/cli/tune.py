@@ -15,7 +15,7 @@ import sys
 import click
 
 from ..errors import ParamError
-from .common import dtype_option, param_option, parse_params, target_option
+from .common import dtype_option, param_option, parse_params, target_option, writable_file
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -90,7 +90,8 @@ def _check_registered(name, where: str) -> None:
               help="Schedules measured first (comma list; 'none' for no autoschedulers).")
 @click.option("--no-write", is_flag=True, help="Do not write the database.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--json", "json_out", default=None, type=click.Path(), help="Write results as JSON.")
+@click.option("--json", "json_out", default=None, type=click.Path(), callback=writable_file,
+              help="Write results as JSON.")
 @click.option("--grad", is_flag=True,
               help="Tune OP's backward: the program pypto.torch.op(OP) runs in backward (the op's "
                    "public call on arrays of --shape, then the gradients of its float inputs).")

@@ -143,3 +143,17 @@ def test_an_impossible_shape_or_target_is_one_line_not_a_traceback(args, message
                                               if args[0] == "tune" else []))
     assert r.exit_code == 2, (r.output, r.exception)
     assert re.search(message, r.output.splitlines()[-1]), r.output
+
+
+@pytest.mark.parametrize("cmd", ["bench", "profile", "tune"])
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(cmd, tmp_path):
+    r = CliRunner().invoke(cli, [cmd, "softmax", "--shape", "R=8,C=8", "--json",
+                                 str(tmp_path / "missing" / "x.json")])
+    assert r.exit_code == 2 and "does not exist; create it first" in r.output, r.output
+
+
+def test_bench_from_a_file_that_is_not_a_report_is_one_line(tmp_path):
+    for text in ("[]", '{"a": '):
+        (tmp_path / "r.json").write_text(text)
+        r = CliRunner().invoke(cli, ["bench", "--from-json", str(tmp_path / "r.json")])
+        assert r.exit_code == 1 and "is not a pypto bench report" in r.output, r.output
