@@ -163,14 +163,21 @@ def merge_(sources, dest):
 
 @db.command("prune")
 @click.option("--dry-run", is_flag=True, help="Only report.")
-@db_option
+@click.option("--db", "dbs", multiple=True, type=click.Path(),
+              help="Database folder (repeatable; default: the search path without the shipped "
+                   "schedules, which are pruned only when named here).")
 def prune_(dry_run, dbs):
     """Remove stale (fingerprint changed) and duplicate entries."""
+    from ..database.lookup import SHIPPED
     from ..database.store import DirectoryDatabase
     from ..database.tools import prune
 
     for d in _dbs(dbs):
         if not isinstance(d, DirectoryDatabase):
+            continue
+        if not dbs and d.root.resolve() == SHIPPED:
+            # the installed package's data, as revalidate: a stale shipped entry is a bug to
+            # report, not a file to rewrite (and its folder may not be the user's to write)
             continue
         for line in prune(d, dry_run=dry_run):
             click.echo(line)
