@@ -179,11 +179,29 @@ def _emit(built, fn: str, tlist: list[hl.Target], formats, tmp: Path) -> list[Pa
     except hl.HalideError as e:
         raise CompileError(f"op {built.op.name!r}: Halide could not build {fn} for "
                            f"{', '.join(map(str, tlist))}: {str(e).strip()}") from None
+    if set(formats) & {"shared", "python"}:
+        _check_host_links(tlist[0], formats)
     if "shared" in formats:
         _link_shared(tmp / f"{fn}.a", tmp / f"lib{fn}.so")
     if "python" in formats:
         _build_python_extension(tmp, fn)
     return sorted(tmp.iterdir())
+
+
+def _check_host_links(target, formats) -> None:
+    """The shared library and the Python extension are linked by this machine's C compiler,
+    which links only objects of its own architecture: an arm-64 build on x86-64 dumped pages of
+    linker errors. Those formats are refused for another architecture, naming the ones that
+    work."""
+    from . import targets
+
+    host = targets.host()
+    if (target.arch, target.bits, target.os) != (host.arch, host.bits, host.os):
+        wanted = ", ".join(sorted(set(formats) & {"shared", "python"}))
+        raise PyptoError(f"--format {wanted} is linked by this machine's C compiler, which "
+                         f"cannot link for {target} (this machine is {host}); build --format "
+                         f"static, object or c here and link on the target, or use a cross "
+                         f"toolchain")
 
 
 def _multitarget(built, fn: str, tlist, tmp: Path) -> None:

@@ -157,3 +157,14 @@ def test_bench_from_a_file_that_is_not_a_report_is_one_line(tmp_path):
         (tmp_path / "r.json").write_text(text)
         r = CliRunner().invoke(cli, ["bench", "--from-json", str(tmp_path / "r.json")])
         assert r.exit_code == 1 and "is not a pypto bench report" in r.output, r.output
+
+
+def test_another_architecture_is_refused_where_this_machine_must_link_or_run(tmp_path):
+    r = CliRunner().invoke(cli, ["profile", "softmax", "--shape", "R=8,C=8", "--target",
+                                 "arm-64-linux"])
+    assert r.exit_code == 2 and "cannot run arm-64-linux" in r.output, r.output
+    r = CliRunner().invoke(cli, ["build", "--op", "softmax", "--target", "arm-64-linux",
+                                 "--format", "shared", "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert "cannot link for arm-64-linux" in r.output and "--format static" in r.output
+    assert len(r.output) < 600                             # not pages of linker errors
