@@ -452,6 +452,9 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
         (tmp / f"{fn}.h").write_text(
             f"#pragma once\n#include \"HalideRuntime.h\"\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n"
             f"int {fn}({params_c});\n#ifdef __cplusplus\n}}\n#endif\n")
+        # The header includes Halide's runtime header: shipped beside it, so the folder compiles
+        # on its own (the single-shape header embeds those declarations instead).
+        shutil.copyfile(os.path.join(inc, "HalideRuntime.h"), tmp / "HalideRuntime.h")
         for p in list(tmp.iterdir()):
             if p.suffix in (".o", ".c"):
                 p.unlink()

@@ -222,6 +222,9 @@ def test_all_shapes_library_dispatches_to_the_nearest_tuned_schedule(tmp_path):
     assert {"R": 4, "C": 16} in shapes and {"R": 4096, "C": 1024} in shapes and shapes[-1] is None
     assert res.manifest["shape"] == "any"
     lib = tmp_path / "lib"
+    # the header includes HalideRuntime.h: it is in the folder, which compiles on its own
+    assert "HalideRuntime.h" in (lib / "pypto_softmax.h").read_text()
+    assert (lib / "HalideRuntime.h").is_file()
     assert_close(_run_c(lib, lib / "pypto_softmax.a"), _softmax_ref(_input()))
     # Shapes that no variant's vectors fit (3 columns), that only the small one fits, and odd
     # large ones: the dispatcher runs the nearest variant whose factors fit (with 16-lane
