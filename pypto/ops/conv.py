@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
-from .nn import MAX_GROUPS, MAX_WINDOW
+from .nn import MAX_GROUPS, MAX_WINDOW, padding_by_name
 
 _FLOATS = ["float32", "float64"]
 
@@ -229,19 +229,7 @@ def _conv_derive(nsp):
 
 def _padding(name, padding, nsp, ks, dil, stride):
     if isinstance(padding, str):
-        if padding == "valid":
-            return (0,) * nsp
-        if padding == "same":
-            if any(s != 1 for s in stride):
-                raise ParamError(f"{name}: padding='same' needs stride 1, got stride={stride}")
-            total = [d * (k - 1) for d, k in zip(dil, ks)]
-            if any(t % 2 for t in total):
-                raise ParamError(f"{name}: padding='same' with dilation * (kernel - 1) = {total} "
-                                 f"needs uneven padding, which is not supported; pad x with "
-                                 f"pypto.ops.pad and use padding=0")
-            return tuple(t // 2 for t in total)
-        raise ParamError(f"{name}: 'padding' must be an int, a sequence of {nsp} ints, 'valid' "
-                         f"or 'same', got {padding!r}")
+        return padding_by_name(name, padding, nsp, ks, dil, stride)
     return ntuple(padding, nsp, name, "padding", 0)
 
 

@@ -173,6 +173,24 @@ def _conv2d_validate(dims, p):
     _check_out_size("conv2d", dims, p, dims["KH"], dims["KW"], (p["dil_h"], p["dil_w"]))
 
 
+def padding_by_name(name, padding: str, nsp: int, ks, dil, stride) -> tuple[int, ...]:
+    """``padding='valid'`` (none) or ``'same'`` (stride 1, even total) of an ``nsp``-D
+    convolution as per-axis pads, as ``torch.nn.functional`` reads them."""
+    if padding == "valid":
+        return (0,) * nsp
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ParamError(f"{name}: padding='same' needs stride 1, got stride={stride}")
+        total = [d * (k - 1) for d, k in zip(dil, ks)]
+        if any(t % 2 for t in total):
+            raise ParamError(f"{name}: padding='same' with dilation * (kernel - 1) = {total} "
+                             f"needs uneven padding, which is not supported; pad x with "
+                             f"pypto.ops.pad and use padding=0")
+        return tuple(t // 2 for t in total)
+    raise ParamError(f"{name}: 'padding' must be an int, a sequence of {nsp} ints, 'valid' "
+                     f"or 'same', got {padding!r}")
+
+
 def _conv2d_frontend(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of NCHW ``x`` with OIHW ``w``, like F.conv2d."""
     name = "conv2d"
@@ -181,9 +199,7 @@ def _conv2d_frontend(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)
     sh, sw = _pair(stride, name, "stride", 1)
     dh, dw = _pair(dilation, name, "dilation", 1)
     if isinstance(padding, str) and w.ndim == 4:     # 'valid' or 'same', as conv1d and conv3d
-        from .conv import _padding
-
-        ph, pw = _padding(name, padding, 2, w.shape[2:], (dh, dw), (sh, sw))
+        ph, pw = padding_by_name(name, padding, 2, w.shape[2:], (dh, dw), (sh, sw))
     else:
         ph, pw = _pair(padding, name, "padding", 0)
     if isinstance(groups, bool) or not hasattr(groups, "__index__") or int(groups) < 1:
