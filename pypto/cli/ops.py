@@ -23,6 +23,10 @@ def ops(ctx, category):
 
     current = None
     items = list_ops(category)
+    if category is not None and not items:
+        known = sorted({op.category for op in list_ops()})
+        raise click.BadParameter(f"no category {category!r}; the categories are "
+                                 f"{', '.join(known)}", param_hint="'--category'")
     for op in items:
         if op.category != current:
             current = op.category

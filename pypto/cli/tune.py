@@ -73,7 +73,8 @@ def _check_registered(name, where: str) -> None:
 @dtype_option
 @param_option
 @target_option
-@click.option("--trials", default=50, show_default=True, help="Search trials per shape (baselines extra).")
+@click.option("--trials", default=50, show_default=True, type=click.IntRange(min=0),
+              help="Search trials per shape (baselines extra).")
 @click.option("--timeout", default=None, help="Wall-clock budget per shape: 90s, 15m, 1h.")
 @click.option("--storage", default=None, help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
 @click.option("--db", "db_dir", default=None, type=click.Path(),
@@ -82,7 +83,7 @@ def _check_registered(name, where: str) -> None:
                    "which every later call reads].")
 @click.option("--sampler", default="tpe", show_default=True, type=click.Choice(["tpe", "cmaes", "gp", "random"]))
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--n-jobs", default=1, show_default=True, type=int,
+@click.option("--n-jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Tuner processes on this study (they compile in parallel, measure one at a time).")
 @click.option("--suite", default=None, type=click.Path(exists=True),
               help="JSON list of registered ops and shapes (no op files: a suite runs no code).")

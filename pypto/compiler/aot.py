@@ -118,6 +118,12 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
     if not tnames:
         raise TargetError(f"no target given; known: {', '.join(targets.SHORT_NAMES)}")
     tlist = [aot_target(t) for t in tnames]
+    seen: dict[str, str] = {}
+    for given, t in zip(tnames, tlist):
+        if str(t) in seen:
+            raise TargetError(f"targets {seen[str(t)]!r} and {given!r} are the same target "
+                              f"({t}); name each once")
+        seen[str(t)] = given
     dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
     params = op.resolve_params(dict(params or {}))
     fn = name or f"pypto_{op.name}"

@@ -23,6 +23,9 @@ def parse_shape(text: str) -> dict[str, int]:
             raise ShapeError(f"shape item {part!r}: {value!r} is not an integer") from None
         if n < 1:
             raise ShapeError(f"shape item {part!r}: extents must be >= 1")
+        if name in out:
+            raise ShapeError(f"shape names {name} twice ({name}={out[name]} and {part!r}); "
+                             f"give each dim once")
         out[name] = n
     return out
 

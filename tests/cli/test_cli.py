@@ -168,3 +168,19 @@ def test_another_architecture_is_refused_where_this_machine_must_link_or_run(tmp
     assert r.exit_code == 2, r.output
     assert "cannot link for arm-64-linux" in r.output and "--format static" in r.output
     assert len(r.output) < 600                             # not pages of linker errors
+
+
+@pytest.mark.parametrize("args, message", [
+    (("ops", "--category", "nosuch"), r"no category 'nosuch'; the categories are .*linalg"),
+    (("tune", "softmax", "--trials", "-1"), r"-1 is not in the range x>=0"),
+    (("tune", "softmax", "--n-jobs", "0"), r"0 is not in the range x>=1"),
+    (("profile", "softmax", "--shape", "R=8,R=9,C=8"), r"shape names R twice"),
+    (("build", "--op", "softmax", "--target", "host,host"), r"are the same target"),
+])
+def test_arguments_that_mean_nothing_are_refused(args, message, tmp_path):
+    import re
+
+    extra = ["-o", str(tmp_path / "out")] if args[0] == "build" else []
+    r = CliRunner().invoke(cli, list(args) + extra)
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert re.search(message, r.output), r.output
