@@ -154,7 +154,8 @@ class _Parser:
             self.take(".")
             self.take("update")
             self.take("(")
-            stage = int(self.take(kind="num")) + 1
+            # update() is update(0)
+            stage = (int(self.take(kind="num")) if self.peek()[0] == "num" else 0) + 1
             self.take(")")
         return func, stage
 
@@ -231,6 +232,11 @@ class _Parser:
         return self.vars.get(val, val)
 
     def _chain(self):
+        # ``f_intm = f.update(0).rfactor({{r, v}})...``: the chain goes on with the new Func
+        named = None
+        if self.peek()[0] == "id" and self.peek(1)[1] == "=":
+            named = self.take(kind="id")
+            self.take("=")
         func, stage = self._stage_ref()
         while self.peek()[1] == ".":
             self.take(".")
@@ -242,8 +248,19 @@ class _Parser:
                 if self.peek()[1] == ",":
                     self.take(",")
             self.take(")")
+            if method == "rfactor":
+                if named is None:
+                    raise ScheduleError(f"autoscheduler output: rfactor on {func} names no "
+                                        f"Func (expected NAME = {func}.update(N).rfactor(...))")
+                pairs = args[0] if len(args) == 1 and isinstance(args[0], list) else args
+                self.out.append(Directive.make("rfactor", func, stage, pairs=pairs,
+                                               intm=named))
+                self.funcs[named] = named
+                func, stage = named, 0
+                continue
             self.out.append(self._directive(func, stage, method, args))
-        self.take(";")
+        if self.peek()[1] == ";":     # Halide's text sometimes leaves one out
+            self.take(";")
 
     def _directive(self, func, stage, m, a) -> Directive:
         D = Directive.make
