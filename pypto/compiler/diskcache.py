@@ -104,8 +104,9 @@ def function_name(key: str) -> str:
 
 def entry_key(op_name: str, fp: str, dtypes, params, schedule_hash: str, target: str,
               salt: str = "") -> str:
-    """The cache key of a kernel; ``salt`` is the op's ``cache_salt`` (a traced program's
-    extents), appended only when there is one so that other keys stay as they were."""
+    """The cache key of a kernel; ``salt`` is the digest of the algorithm's reduction domains
+    (``lower.rdom_digest``: the fingerprint cannot see their bounds), appended only when there
+    is one so that other keys stay as they were."""
     from ..infra.version import __version__
     from ..infra.version import halide_version as _halide_version
 

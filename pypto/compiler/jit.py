@@ -98,7 +98,7 @@ def compile_built(built: Built, schedule: Schedule, target: hl.Target, *, source
 
     if persist and diskcache.enabled(target):
         key = diskcache.entry_key(op.name, fp, built.dtypes, built.params, schedule.hash,
-                                  str(target), op.cache_salt + rdom_digest(built))
+                                  str(target), rdom_digest(built))
         python = apply_schedule(built, schedule)
         nargs = len(built.images) + sum(f.outputs() for f in built.outputs)
         try:

@@ -846,21 +846,6 @@ class GraphOp(Op):
                          doc=doc or f"a traced program of {len(graph.nodes)} nodes")
         self.schedule_template = fused_schedule
 
-    @property
-    def cache_salt(self) -> str:
-        """Every extent of the program (its reductions' among them, which the algorithm
-        fingerprint does not see), or for a shape-generic one the binding that replaces them:
-        without it a fused program compiled at [4, 7] @ [7, 3] was loaded from the compile cache
-        for [4, 9] @ [9, 3] and summed 7 of the 9 products."""
-        import hashlib
-
-        from .shapes import slots
-
-        got = slots(self.graph)
-        binding = self.binding or [None] * len(got)
-        text = repr([n if b is None else b for (_, n), b in zip(got, binding)])
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
     def func_extents(self) -> dict[str, int]:
         """``VAR -> extent`` for every Func variable whose name gives one extent in the program
         (the lowering's own variables are unique per node; an op's own may repeat)."""

@@ -1215,14 +1215,8 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
     reads them again there (:func:`_rebound`), so rebinding a closed-over weight, a global or
     a layer's attribute to a new array takes effect, as an argument does. Arrays made inside
     the function, or reached only through other functions' code, stay what the trace saw."""
-    wanted: dict[int, np.ndarray] = {}
-    for st in steps:
-        for ref in st.sources:
-            if ref[0] == "const" and isinstance(ref[1], np.ndarray):
-                wanted[id(ref[1])] = ref[1]
-        for ref in (st.result[1] if st.result else ()):
-            if ref[0] == "const" and isinstance(ref[1], np.ndarray):
-                wanted[id(ref[1])] = ref[1]
+    refs = [r for st in steps for r in (*st.sources, *(st.result[1] if st.result else ()))]
+    wanted = {id(r[1]): r[1] for r in refs if r[0] == "const" and isinstance(r[1], np.ndarray)}
     if not wanted:
         return []
     # views the function made (w.T, w[0]) of arrays that own their memory: by that owner
@@ -1280,7 +1274,7 @@ def _rebound(consts: list[_Const], fn, args):
             now = _follow(c.path, fn, args)
         except (LookupError, AttributeError, ValueError, TypeError):
             return _Miss(f"the array at {_describe(c.path)} is gone")
-        if now is c.array:
+        if now is (c.array if c.view is None else c.array.base):     # unchanged
             continue
         if not (type(now) is np.ndarray and now.shape == c.shape and now.dtype == c.dtype
                 and now.strides == c.strides):

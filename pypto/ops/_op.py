@@ -155,14 +155,7 @@ class Op:
         params: scalar parameters (compile-time constants).
         dtypes: accepted dtype signatures, one dtype name per input.
         reference: independent NumPy implementation with the public signature.
-        cache_salt: what else tells compiled kernels of this op apart in the compile cache,
-            besides its name, algorithm fingerprint, dtypes, params, schedule and target. A
-            built-in op's kernels serve every shape (its extents are read from the buffers), so
-            it has none; a traced program bakes extents into its reductions, which the
-            fingerprint cannot see, so it names them here (see ``GraphOp``).
     """
-
-    cache_salt: str = ""
 
     def __init__(
         self,
