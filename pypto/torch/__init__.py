@@ -89,14 +89,7 @@ class TorchOp:
         return got
 
     def _specs_of(self, tensors) -> tuple:
-        for i, x in enumerate(tensors):
-            if x.dtype == torch.bfloat16:
-                raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
-                                 f"view; cast it to float32")
-        # int() of a symbolic size (torch.compile with dynamic shapes) specializes on its
-        # value: a PyPTO program is traced and compiled for concrete shapes.
-        return tuple((tuple(int(n) for n in t.shape),
-                      np.dtype(str(t.dtype).replace("torch.", ""))) for t in tensors)
+        return _specs(_key_of(tensors))
 
     # -- registration ------------------------------------------------------------------------------
     def _register(self, n_in: int, n_out: int):
@@ -171,8 +164,7 @@ class TorchOp:
 
     def torch_op(self, *tensors):
         """The registered PyTorch op for calls with these tensors (for ``opcheck``)."""
-        key = tuple((tuple(int(n) for n in t.shape), str(t.dtype)) for t in tensors)
-        return self._register(len(tensors), _n_outputs(self, key))
+        return self._register(len(tensors), _n_outputs(self, _key_of(tensors)))
 
     def __call__(self, *tensors):
         bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
@@ -183,18 +175,29 @@ class TorchOp:
         return self.torch_op(*tensors)(*tensors)
 
 
+def _key_of(tensors) -> tuple:
+    """(shape, torch dtype name) per tensor: plain Python values, which Dynamo can pass to a
+    constant-result function. int() of a symbolic size (torch.compile with dynamic shapes)
+    specializes on its value: a PyPTO program is traced and compiled for concrete shapes."""
+    return tuple((tuple(int(n) for n in t.shape), str(t.dtype)) for t in tensors)
+
+
+def _specs(key: tuple) -> tuple:
+    """(shape, NumPy dtype) per argument of ``key`` (see :func:`_key_of`)."""
+    for i, (_, dt) in enumerate(key):
+        if dt == "torch.bfloat16":
+            raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
+                             f"view; cast it to float32")
+    return tuple((shape, np.dtype(dt.replace("torch.", ""))) for shape, dt in key)
+
+
 @torch.compiler.assume_constant_result
 def _n_outputs(owner: TorchOp, key: tuple) -> int:
     """How many arrays ``owner``'s function returns for arguments of these (shape, torch dtype)
     pairs: a PyPTO trace on specs, which torch.compile runs as it is and keeps as a constant
     (traced by Dynamo, its context variable and NumPy dtypes broke the graph, so
     ``fullgraph=True`` failed). The op is registered here as well."""
-    for i, (_, dt) in enumerate(key):
-        if dt == "torch.bfloat16":
-            raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
-                             f"view; cast it to float32")
-    specs = tuple((shape, np.dtype(dt.replace("torch.", ""))) for shape, dt in key)
-    n_out = len(owner.out_specs(specs))
+    n_out = len(owner.out_specs(_specs(key)))
     owner._register(len(key), n_out)     # here too: Dynamo cannot trace torch.library either
     return n_out
 
