@@ -55,6 +55,8 @@ MAX_INPUT_BYTES = 1 << 36
 
 
 def check_size(op, dtypes, dims: Mapping[str, int]) -> None:
+    """A ShapeError when the op's inputs at ``dims`` would take more than MAX_INPUT_BYTES or
+    more than the memory available now: one line where NumPy would fail with a traceback."""
     from ..errors import ShapeError
 
     total = 0

@@ -382,7 +382,8 @@ def _pool_call(kind, x, kernel_size, stride, padding, **extra):
     return out[0] if unbatched else out
 
 
-def _no_ceil_mode(name: str, ceil_mode) -> None:
+def no_ceil_mode(name: str, ceil_mode) -> None:
+    """The poolings' refusal of torch's ceil_mode=True, with what to do instead."""
     if ceil_mode:
         raise ParamError(f"{name}: ceil_mode=True is not supported; pad x on the far side "
                          f"(pypto.ops.pad) to cover the last partial window instead")
@@ -390,14 +391,14 @@ def _no_ceil_mode(name: str, ceil_mode) -> None:
 
 def _max_pool_frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """2-D max pooling of NCHW ``x``, like F.max_pool2d (padding counts as -inf)."""
-    _no_ceil_mode("max_pool2d", ceil_mode)
+    no_ceil_mode("max_pool2d", ceil_mode)
     return _pool_call("max", x, kernel_size, stride, padding)
 
 
 def _avg_pool_frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False,
                        count_include_pad=True):
     """2-D average pooling of NCHW ``x``, like F.avg_pool2d (zero padding)."""
-    _no_ceil_mode("avg_pool2d", ceil_mode)
+    no_ceil_mode("avg_pool2d", ceil_mode)
     if not isinstance(count_include_pad, (bool, np.bool_)):
         raise ParamError(f"avg_pool2d: 'count_include_pad' must be a bool, "
                          f"got {count_include_pad!r}")

@@ -23,6 +23,7 @@ from ._consts import lit
 from ._op import Param, op
 from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, per_axis, \
     zero_padded
+from .nn import no_ceil_mode
 
 _FLOATS = ["float32", "float64"]
 _KERNEL = ("kernel", 1, 1, "window size")   # made required below, as torch's kernel_size
@@ -117,9 +118,7 @@ def _pool_frontend(kind, nsp):
     names = ", ".join(i for i, _, _, _ in _AXES[nsp])
 
     def call(x, kernel_size, stride, padding, ceil_mode, **extra):
-        if ceil_mode:
-            raise ParamError(f"{name}: ceil_mode=True is not supported; pad x on the far side "
-                             f"(pypto.ops.pad) to cover the last partial window instead")
+        no_ceil_mode(name, ceil_mode)
         x, unbatched = batched(x, nsp, name, names)
         check_float(name, x=x)
         ks = ntuple(kernel_size, nsp, name, "kernel_size", 1)
