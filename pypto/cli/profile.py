@@ -64,11 +64,10 @@ def profile(op_name, shape, dtype, params, schedule_spec, target, runs, min_samp
     dims = complete_dims(op, given, p)
     dtypes = dtype_signature(op, dtype)
     t = targets.parse(target)
-    host = targets.host()
-    if not t.has_gpu_feature() and (t.arch, t.bits, t.os) != (host.arch, host.bits, host.os):
-        raise PyptoError(f"profile runs the kernel here, and this machine ({host}) cannot run "
-                         f"{target}; profile on the target, or build for it (`pypto build "
-                         f"--target {target} --format static`)")
+    if not t.has_gpu_feature() and not targets.host_cpu(t):
+        raise PyptoError(f"profile runs the kernel here, and this machine ({targets.host()}) "
+                         f"cannot run {target}; profile on the target, or build for it "
+                         f"(`pypto build --target {target} --format static`)")
     sched = _schedule(op, schedule_spec)
     arrays = make_inputs(op, dtypes, dims, p)
     rep = profile_call(op, arrays, p, schedule=sched, target=t, runs=runs,

@@ -201,13 +201,12 @@ def _check_host_links(target, formats) -> None:
     work."""
     from . import targets
 
-    host = targets.host()
-    if (target.arch, target.bits, target.os) != (host.arch, host.bits, host.os):
+    if not targets.host_cpu(target):
         wanted = ", ".join(sorted(set(formats) & {"shared", "python"}))
         raise PyptoError(f"--format {wanted} is linked by this machine's C compiler, which "
-                         f"cannot link for {target} (this machine is {host}); build --format "
-                         f"static, object or c here and link on the target, or use a cross "
-                         f"toolchain")
+                         f"cannot link for {target} (this machine is {targets.host()}); "
+                         f"build --format static, object or c here and link on the target, or "
+                         f"use a cross toolchain")
 
 
 def _multitarget(built, fn: str, tlist, tmp: Path) -> None:

@@ -50,6 +50,13 @@ def host() -> hl.Target:
     return _host
 
 
+def host_cpu(target: hl.Target) -> bool:
+    """Whether this machine's CPU runs ``target``'s host code and its C compiler links it: the
+    same architecture, bit width and operating system."""
+    h = host()
+    return (target.arch, target.bits, target.os) == (h.arch, h.bits, h.os)
+
+
 def _known() -> str:
     return ", ".join(SHORT_NAMES) + ", cuda-smXX (XX in " + "/".join(map(str, CUDA_CAPABILITIES)) + ")"
 
