@@ -7,10 +7,13 @@ torch); ``lerp(input, end, weight)`` is ``torch.lerp``.
 
 - ``fmod`` is C's fmod (the result has the sign of ``a``); ``remainder`` follows Python and NumPy
   (the sign of ``b``); ``floor_divide`` is NumPy's, so ``a == b * floor_divide(a, b) +
-  remainder(a, b)`` up to rounding. All three take float32, float16, int32 and int64. Floats are
-  exact: one float64 division where |a / b| < 2**29 (every float16 pair), and for the rest of
-  float32 a float64 remainder taken in chunks of 28 quotient bits, so any pair of float32 works;
-  float64 is not offered: that exactness needs a wider type than float64. Integer division by
+  remainder(a, b)`` up to rounding. All three take float32, float64, float16, int32 and int64.
+  Floats are exact for every pair, as NumPy's: float16 and float32 through one float64 division
+  where |a / b| < 2**29 (every float16 pair), float32's larger quotients by a float64 remainder
+  taken in chunks of 28 quotient bits; float64, which has no wider type, by one division and two
+  exact reduction steps (products split into halves, as in Dekker's) where |a / b| < 2**51, and
+  larger quotients in chunks of 51 bits. ``remainder`` and ``floor_divide`` then follow NumPy's
+  ``npy_divmod`` in the array's type, so they equal NumPy's bit for bit. Integer division by
   zero gives 0, as NumPy's does (with its warning).
 - ``left_shift``/``right_shift`` follow NumPy for shift counts beyond the width (0, or -1 for a
   negative value shifted right) and for negative counts (treated as beyond the width).
@@ -90,10 +93,11 @@ def _lerp(start, end, weight):
 
 
 # -- fmod, remainder, floor_divide -----------------------------------------------------------------
-# float32 takes two paths. Where |a| < |b| * 2**29 (the quotients users meet), one float64
-# division gives the exact result (_fmod_direct); the other elements are recomputed afterwards by
-# the chunked method (_fmod_magnitude, ten times the work), tile by tile, in the tiles that hold
-# one (_recompute_hard_tiles). float16 needs only the direct path, integers their own.
+# float32 and float64 take two paths. Where |a| < |b| * 2**29 (float32; 2**51 in float64: the
+# quotients users meet), the direct path gives the exact result (_fmod_direct); the other
+# elements are recomputed afterwards by the chunked method (_fmod_magnitude, ten times the work;
+# float64: _fmod64_chunked), tile by tile, in the tiles that hold one (_recompute_hard_tiles).
+# float16 needs only the direct path, integers their own.
 
 
 def _exponent(v):
@@ -131,18 +135,121 @@ DIRECT_QUOTIENT = 2.0 ** 29
 
 
 def _direct_magnitude(a, b):
-    """|fmod(a, b)| in float64 from one float64 division: exact for float32 (or float16) a, b,
-    finite, b != 0, with |a / b| < DIRECT_QUOTIENT (2**40 for float16 inputs).
+    """|fmod(a, b)| from one division: exact for finite a, b != 0 with |a / b| below
+    DIRECT_QUOTIENT (float32; 2**40 for float16 inputs) or DIRECT_QUOTIENT64 (float64).
 
-    With a = A 2**ea, b = B 2**eb (A, B < 2**24 integers): a quotient q < 2**29 times |b| has at
-    most 53 bits, so |a| - q |b| is exact. The float64 quotient truncates to the true one: where
-    a / b >= 1, ea >= eb (eb is the least exponent if b is subnormal), so a non-integer a / b is
-    more than 2**-24 from every integer, above half an ulp of any quotient below 2**29 (and a
-    quotient below 1 is at least 2**-25 below 1). float16 (11-bit A, B) leaves even more room.
+    float32 and float16 take the division in float64. With a = A 2**ea, b = B 2**eb (A, B < 2**24
+    integers): a quotient q < 2**29 times |b| has at most 53 bits, so |a| - q |b| is exact. The
+    float64 quotient truncates to the true one: where a / b >= 1, ea >= eb (eb is the least
+    exponent if b is subnormal), so a non-integer a / b is more than 2**-24 from every integer,
+    above half an ulp of any quotient below 2**29 (and a quotient below 1 is at least 2**-25
+    below 1). float16 (11-bit A, B) leaves even more room. float64: :func:`_fmod64_direct`.
     """
+    if _ew._is64(a):
+        return _fmod64_direct(_let("f64_x", _ew._fabs(a)), _let("f64_y", _ew._fabs(b)))
     x = _let("fdir_a", hl.abs(hl.cast(hl.Float(64), a)))
     y = _let("fdir_b", hl.abs(hl.cast(hl.Float(64), b)))
     return x - hl.trunc(x / y) * y
+
+
+# -- float64: exact without a wider type -----------------------------------------------------------
+# Write Q* = floor(x / y) for the true quotient. A float64 division rounds x / y to the nearest,
+# and rounding is monotone, so while Q* + 1 <= 2**53 is a float64, q = trunc(fl(x / y)) is Q* or
+# Q* + 1. One reduction step (``_fmod64_step``) takes q y off x exactly for q <= 2**26:
+#
+# - y = yh + yl by clearing y's 27 low significand bits: yh has 26 significant bits and
+#   y - yh < 2**-25 y (y normal), yl at most 27. So q yh and q yl (at most 52 and 53 bits) are
+#   exact products.
+# - s = x - q yh is exact. q >= 2: q yh lies in [x / 2, 2 x] (Sterbenz). q = 1: where x <= 2 yh
+#   likewise; where x > 2 yh (so x >= 2**(e+1), y in [2**e, 2**(e+1))), x and yh are multiples of
+#   2**(e-51) and x - yh < y + yl < 2**(e+2): 53 bits. q = 0: s = x.
+# - t = s - q yl is the exact x - q y, in [-y, y): where x >= y, x, y, yh, yl are multiples of
+#   ulp(y) and |t| <= y, so t is a float64 (an operation whose exact result is a float64 gives
+#   it); where x < y, q = 1 gives x - y with x >= y / 2 (Sterbenz). Then t + y where t < 0, the
+#   same way, is x - Q* y.
+#
+# The direct path runs two such steps from one division, for x / y < 2**52: q = Q1 2**26 + q2,
+# first Q1 against y 2**26 (Q1 is again the true quotient or one more: the step's correction
+# says which), then the rest against y. A scaling of x and y by a power of two keeps y normal
+# and y 2**26 finite; its inverse scales the (representable) result back exactly. Quotients from
+# 2**51 up take ``_fmod64_chunked``: the direct path against y 2**s with s planned from the
+# exponents, 51 quotient bits a step, 42 steps for the 2097 bits between the largest float64
+# and the least subnormal; only the tiles that hold such an element compute it.
+
+#: float64 quotients below this take the direct path.
+DIRECT_QUOTIENT64 = 2.0 ** 51
+_CHUNK64 = 51
+_STEPS64 = 42          # ceil((1023 + 1074 - 51) / 51) + 1
+_LOW27 = (1 << 64) - 1 - ((1 << 27) - 1)
+
+
+def _fmod64_step(x, y, yh, yl, q, let=_let):
+    """x - q y exactly, brought into [0, y), for q the true quotient or one more; with the
+    condition (whether q was one more) for the caller's next quotient."""
+    t = let("f64_t", (x - q * yh) - q * yl)
+    neg = t < lit64(0.0)
+    return hl.select(neg, t + y, t), neg
+
+
+def _fmod64_direct(x, y, let=_let):
+    """fmod(x, y) for finite x >= 0, y > 0 with x / y < 2**52, exact (see above)."""
+    tiny, huge = y < lit64(2.0 ** -900), y > lit64(2.0 ** 900)
+    c = hl.select(tiny, lit64(2.0 ** 960), hl.select(huge, lit64(2.0 ** -128), lit64(1.0)))
+    back = hl.select(tiny, lit64(2.0 ** -960), hl.select(huge, lit64(2.0 ** 128), lit64(1.0)))
+    xs, ys = let("f64_xs", x * c), let("f64_ys", y * c)       # y in [2**-114, 2**900]
+    yh = let("f64_yh", _ew._from_bits(_ew._as_bits(ys) & hl.u64(_LOW27), ys))
+    yl = let("f64_yl", ys - yh)
+    q = let("f64_quot", hl.trunc(xs / ys))
+    q1 = let("f64_qhi", hl.trunc(q * lit64(2.0 ** -26)))
+    big = lit64(2.0 ** 26)
+    r1, over = _fmod64_step(xs, ys * big, yh * big, yl * big, q1, let)
+    r1 = let("f64_rhi", r1)
+    q2 = let("f64_qlo", q - (q1 - hl.select(over, lit64(1.0), lit64(0.0))) * big)
+    r2, _ = _fmod64_step(r1, ys, yh, yl, q2, let)
+    return hl.select(x < y, x, r2 * back)
+
+
+def _exponent64(v):
+    """floor(log2(v)) of a finite float64 v > 0, subnormals included."""
+    sub = v < lit64(2.0 ** -1022)
+    field = _exponent(hl.select(sub, v * lit64(2.0 ** 54), v))
+    return field - hl.select(sub, 1023 + 54, 1023)
+
+
+def _as_is(name, e):
+    return e
+
+
+def _fmod64_chunked(x, y):
+    """fmod(x, y) for finite x >= 0, y > 0, any quotient: step k reduces modulo y 2**s_k,
+    s_k = max(d - 51 (k + 1), 0) with d the difference of the exponents, so that every step's
+    quotient is below 2**52 (the steps after s reaches 0 leave the remainder as it is).
+
+    The steps are an update over RDom ``f64_k`` of a Func of the output's Vars (``f64_chunks``):
+    a Func with an update is not inlined, so Halide computes it at the innermost loop of its
+    consumer, where the steps run as one vector loop (unrolled, 42 copies of the step took
+    2-3 s to compile). Its values inside a step are plain expressions: a Func of the Vars would
+    read the final remainder, not the step's.
+    """
+    ctx = _ew._LOCAL.ctx
+    d = _let("f64_d", _exponent64(x) - _exponent64(y))
+    n = ctx.used.get("f64_chunks", 0) + 1
+    ctx.used["f64_chunks"] = n
+    chunks = hl.Func(ctx.prefix + ("f64_chunks" if n == 1 else f"f64_chunks{n}"))
+    chunks[ctx.args] = x
+    k = hl.RDom([hl.Range(0, _STEPS64)], "f64_k")
+    s = hl.max(d - _CHUNK64 * (k.x + 1), 0)
+    half = s >> 1                                           # 2**s in two normal factors
+    ys = y * _ew._pow2(half, y) * _ew._pow2(s - half, y)
+    chunks[ctx.args] = hl.strict_float(_fmod64_direct(chunks[ctx.args], ys, let=_as_is))
+    return hl.Expr(chunks[ctx.args])
+
+
+def _hard_magnitude(a, b):
+    """|fmod(a, b)| for finite a, b != 0 and any quotient."""
+    if _ew._is64(a):
+        return _fmod64_chunked(_let("f64_x", _ew._fabs(a)), _let("f64_y", _ew._fabs(b)))
+    return _fmod_magnitude(a, b, 10)
 
 
 def _with_specials(magnitude):
@@ -160,7 +267,7 @@ def _with_specials(magnitude):
 
 
 # float32 quotients span up to 2**277 (10 steps of 28 bits); float16 ones up to 2**40.
-_fmod32 = _with_specials(lambda a, b: _fmod_magnitude(a, b, 10))
+_fmod_hard = _with_specials(_hard_magnitude)
 _fmod_direct = _with_specials(_direct_magnitude)
 
 #: Elements per tile of the recomputation: a tile holding one hard element is recomputed whole.
@@ -168,18 +275,22 @@ HARD_TILE = 64
 
 
 def _hard(a, b):
-    """Elements the direct path may get wrong (float32): |a| >= |b| * 2**29, exact in float32
-    (or inf, when |b| * 2**29 overflows |a| cannot reach it). inf a and b == 0 fall here too."""
+    """Elements the direct path may get wrong: |a| >= |b| * 2**29 (float32) or 2**51 (float64),
+    exact (or inf, when the product overflows |a| cannot reach it). inf a and b == 0 fall here
+    too."""
+    if _ew._is64(a):
+        return hl.abs(a) >= hl.abs(b) * lit64(DIRECT_QUOTIENT64)
     return hl.abs(a) >= hl.abs(b) * hl.f32(DIRECT_QUOTIENT)
 
 
 def _recompute_hard_tiles(exact_fn):
-    """The float32 update: ``exact_fn`` over every tile of HARD_TILE elements of a row that holds
-    a hard element. ``hard_tile[t, r]`` flags tile t of row r (the last tile shifted inwards to
-    end at the row's end, so that its loads stay dense); RVar ``redo$x`` walks the row."""
+    """The float32 and float64 update: ``exact_fn`` over every tile of HARD_TILE elements of a
+    row that holds a hard element. ``hard_tile[t, r]`` flags tile t of row r (the last tile
+    shifted inwards to end at the row's end, so that its loads stay dense); RVar ``redo$x``
+    walks the row."""
     def fixup(out, images, dims):
         a, b = images
-        if a.type() != hl.Float(32):
+        if a.type() not in (hl.Float(32), hl.Float(64)):
             return
         c, r, t = hl.Var("c"), hl.Var("r"), hl.Var("t")
         n = dims.C
@@ -343,7 +454,7 @@ def _shift_inputs(dims, dtypes, params, rng):
 # -- the ops ---------------------------------------------------------------------------------------
 
 _b = _bin._binary
-_DIV_TYPES = ("float32", "float16", "int32", "int64")
+_DIV_TYPES = ("float32", "float64", "float16", "int32", "int64")
 
 atan2 = _b("atan2", _atan2, lambda y, x: np.arctan2(y, x),
            "Angle of the point (x, y) (np.arctan2), in [-pi, pi], with C's signed zeros.",
@@ -358,16 +469,16 @@ lerp = _b("lerp", _lerp, _ref_lerp,
 fmod = _b("fmod", _fmod_direct, _quiet(lambda a, b: np.fmod(a, b)),
           "C's fmod: a - trunc(a / b) * b exactly, with the sign of a; NaN for b == 0 (floats), "
           "0 for integers.", dtypes=_DIV_TYPES, make_inputs=_nonzero_divisor,
-          fixup=_recompute_hard_tiles(_fmod32))
+          fixup=_recompute_hard_tiles(_fmod_hard))
 remainder = _b("remainder", _remainder_with(_fmod_direct),
                _quiet(lambda a, b: np.remainder(a, b)),
                "a mod b with the sign of b (Python's % and np.remainder).", dtypes=_DIV_TYPES,
-               make_inputs=_nonzero_divisor, fixup=_recompute_hard_tiles(_remainder_with(_fmod32)))
+               make_inputs=_nonzero_divisor, fixup=_recompute_hard_tiles(_remainder_with(_fmod_hard)))
 floor_divide = _b("floor_divide", _floor_divide_with(_fmod_direct),
                   _quiet(lambda a, b: np.floor_divide(a, b)),
                   "floor(a / b) as np.floor_divide (Python's //).", dtypes=_DIV_TYPES,
                   make_inputs=_nonzero_divisor,
-                  fixup=_recompute_hard_tiles(_floor_divide_with(_fmod32)))
+                  fixup=_recompute_hard_tiles(_floor_divide_with(_fmod_hard)))
 fmax = _b("fmax", _fmax, lambda a, b: np.fmax(a, b),
           "Elementwise maximum ignoring NaN (np.fmax).", dtypes=FLOATS + ("int32", "int64"))
 fmin = _b("fmin", _fmin, lambda a, b: np.fmin(a, b),

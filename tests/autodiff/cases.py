@@ -6,8 +6,6 @@ frontends take no array), ``args`` are float64 arrays (the differentiated ones) 
 index arrays. Inputs keep clear of the points where an op is not differentiable (kinks, ties,
 bin edges), so central differences are a fair reference.
 
-Ops without float64 (fmod, remainder) take float32 arrays; the tests widen their tolerances.
-
 ``torch_cases()`` maps case names to the same computation in PyTorch, for the autograd cross-check.
 """
 
@@ -104,8 +102,8 @@ CASES = {
     "fmin": (o.fmin, [_NAN_A, _NAN_B]),
     "logaddexp": (o.logaddexp, [_X, normal(3)]),
     "logaddexp2": (o.logaddexp2, [_X, normal(2, 1)]),
-    "fmod": (o.fmod, [_FA.astype(np.float32), _FB.astype(np.float32)]),      # no float64
-    "remainder": (o.remainder, [_FA.astype(np.float32), _FB.astype(np.float32)]),
+    "fmod": (o.fmod, [_FA, _FB]),
+    "remainder": (o.remainder, [_FA, _FB]),
     "heaviside": (lambda h: o.heaviside(_HEAVI.astype(h.dtype), h), [normal(2, 3)]),
     # -- activations ---------------------------------------------------------------------------
     "mish": (o.mish, [_X]),

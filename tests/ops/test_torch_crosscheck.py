@@ -1105,9 +1105,9 @@ def _():
 _MATH_BINARY = {
     "atan2": (torch.atan2, FLOATS, -3, 3, -3, 3), "hypot": (torch.hypot, FLOATS, -3, 3, -3, 3),
     "copysign": (torch.copysign, FLOATS, -3, 3, -3, 3),
-    "fmod": (torch.fmod, ("float32", "int32", "int64"), -20, 20, 0.5, 4),
-    "remainder": (torch.remainder, ("float32", "int32", "int64"), -20, 20, -4, -0.5),
-    "floor_divide": (torch.floor_divide, ("float32", "int32", "int64"), -20, 20, 0.5, 4),
+    "fmod": (torch.fmod, ("float32", "float64", "int32", "int64"), -20, 20, 0.5, 4),
+    "remainder": (torch.remainder, ("float32", "float64", "int32", "int64"), -20, 20, -4, -0.5),
+    "floor_divide": (torch.floor_divide, ("float32", "float64", "int32", "int64"), -20, 20, 0.5, 4),
     "fmax": (torch.fmax, FLOATS + ("int32",), -3, 3, -3, 3),
     "fmin": (torch.fmin, FLOATS + ("int32",), -3, 3, -3, 3),
     "logaddexp": (torch.logaddexp, FLOATS, -30, 30, -30, 30),
