@@ -4,7 +4,8 @@ Images are NCHW (batch, channels, rows, columns) and convolution weights OIHW (o
 input channels per group, kernel rows, kernel columns). A 3-D image (C, H, W) is treated as one
 unbatched image, as PyTorch does. Padding is zero padding for convolutions and average pooling and
 ``-inf`` for max pooling. Outputs have ``(H + 2 * pad - dilation * (K - 1) - 1) // stride + 1`` rows
-(and likewise columns).
+(and likewise columns); pooling with ``ceil_mode=True`` rounds up as torch does (``pool.ceil_pool``,
+shared with the 1-D and 3-D poolings, which says how).
 """
 
 from __future__ import annotations
@@ -321,45 +322,36 @@ def _pool_args(name, kernel_size, stride, padding):
     return kh, kw, sh, sw, ph, pw
 
 
-def _pool_reference(kind, x, kernel_size, stride=None, padding=0, count_include_pad=True):
+def _pool_reference(kind, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                    count_include_pad=True):
+    from .pool import window_reference   # pool imports this module
+
     name = f"{kind}_pool2d"
     x = np.asarray(x)
     unbatched = x.ndim == 3
     if unbatched:
         x = x[np.newaxis]
     kh, kw, sh, sw, ph, pw = _pool_args(name, kernel_size, stride, padding)
-    n, c, h, wd = x.shape
-    oh, ow = _out_size(h, kh, sh, ph), _out_size(wd, kw, sw, pw)
-    fill = -np.inf if kind == "max" else 0.0
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
-    views = np.stack([v for _, _, v in _windows(xp, kh, kw, sh, sw, 1, 1, oh, ow)])
-    if kind == "max":
-        out = views.max(axis=0)
-    elif count_include_pad:
-        out = views.sum(axis=0) / (kh * kw)
-    else:
-        ones = np.pad(np.ones((1, 1, h, wd)), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-        count = sum(v for _, _, v in _windows(ones, kh, kw, sh, sw, 1, 1, oh, ow))
-        out = views.sum(axis=0) / count
-    out = out.astype(x.dtype)
+    out = window_reference(kind, x, (kh, kw), (sh, sw), (ph, pw), ceil_mode, count_include_pad)
     return out[0] if unbatched else out
 
 
-def _max_pool_reference(x, kernel_size, stride=None, padding=0):
+def _max_pool_reference(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """NumPy max pooling: the largest value of each window (padding counts as -inf); NaN wins."""
-    return _pool_reference("max", x, kernel_size, stride, padding)
+    return _pool_reference("max", x, kernel_size, stride, padding, ceil_mode)
 
 
-def _avg_pool_reference(x, kernel_size, stride=None, padding=0, count_include_pad=True):
+def _avg_pool_reference(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                        count_include_pad=True):
     """NumPy average pooling over each window (zero padding, counted unless told otherwise)."""
-    return _pool_reference("avg", x, kernel_size, stride, padding, count_include_pad)
+    return _pool_reference("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad)
 
 
 def _pool_kernel_reference(kind):
     def ref(x, *, kernel_h, kernel_w, stride_h=1, stride_w=1, pad_h=0, pad_w=0,
             count_include_pad=True):
         return _pool_reference(kind, x, (kernel_h, kernel_w), (stride_h, stride_w), (pad_h, pad_w),
-                               count_include_pad)
+                               False, count_include_pad)
     return ref
 
 
@@ -372,38 +364,39 @@ def _pool_validate(name):
     return validate
 
 
-def _pool_call(kind, x, kernel_size, stride, padding, **extra):
+def _pool_call(kind, x, kernel_size, stride, padding, ceil_mode, include=True):
+    from .pool import ceil_pool   # pool imports this module
+
     name = f"{kind}_pool2d"
+    if not isinstance(ceil_mode, (bool, np.bool_)):
+        raise ParamError(f"{name}: 'ceil_mode' must be a bool, got {ceil_mode!r}")
     x, unbatched = _image(x, name)
     kh, kw, sh, sw, ph, pw = _pool_args(name, kernel_size, stride, padding)
     the_op = max_pool2d if kind == "max" else avg_pool2d
-    out = the_op.kernel(x, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw,
-                        **extra)
-    return out[0] if unbatched else out
 
-
-def no_ceil_mode(name: str, ceil_mode) -> None:
-    """The poolings' refusal of torch's ceil_mode=True, with what to do instead."""
+    def run(xs, count_include_pad):
+        extra = {} if kind == "max" else {"count_include_pad": count_include_pad}
+        return the_op.kernel(xs, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_h=ph,
+                             pad_w=pw, **extra)
     if ceil_mode:
-        raise ParamError(f"{name}: ceil_mode=True is not supported; pad x on the far side "
-                         f"(pypto.ops.pad) to cover the last partial window instead")
+        out = ceil_pool(kind, name, x, (kh, kw), (sh, sw), (ph, pw), run, include)
+    else:
+        out = run(x, include)
+    return out[0] if unbatched else out
 
 
 def _max_pool_frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False):
     """2-D max pooling of NCHW ``x``, like F.max_pool2d (padding counts as -inf)."""
-    no_ceil_mode("max_pool2d", ceil_mode)
-    return _pool_call("max", x, kernel_size, stride, padding)
+    return _pool_call("max", x, kernel_size, stride, padding, ceil_mode)
 
 
 def _avg_pool_frontend(x, kernel_size, stride=None, padding=0, ceil_mode=False,
                        count_include_pad=True):
     """2-D average pooling of NCHW ``x``, like F.avg_pool2d (zero padding)."""
-    no_ceil_mode("avg_pool2d", ceil_mode)
     if not isinstance(count_include_pad, (bool, np.bool_)):
         raise ParamError(f"avg_pool2d: 'count_include_pad' must be a bool, "
                          f"got {count_include_pad!r}")
-    return _pool_call("avg", x, kernel_size, stride, padding,
-                      count_include_pad=bool(count_include_pad))
+    return _pool_call("avg", x, kernel_size, stride, padding, ceil_mode, bool(count_include_pad))
 
 
 def _pool_windows(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dims, fill):

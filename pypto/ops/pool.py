@@ -6,8 +6,23 @@ sample, as in torch. ``kernel_size``, ``stride`` (default: the kernel size) and 
 int or one int per spatial axis; padding is at most half the kernel, as torch requires. Max pooling
 pads with -inf and a NaN in a window makes its result NaN; average pooling pads with zeros and
 divides by the whole window (``count_include_pad=True``, torch's default) or by the number of
-input elements in it. Output size per axis: ``(n + 2 pad - k) // stride + 1``. ``ceil_mode``,
-``dilation``, ``return_indices`` and ``divisor_override`` are not offered.
+input elements in it. Output size per axis: ``(n + 2 pad - k) // stride + 1``; with
+``ceil_mode=True`` it is ``ceil((n + 2 pad - k) / stride) + 1``, less one where the last window
+would start at or past the input's end (``(out - 1) stride >= n + pad``: every window starts inside
+the input or the left padding), and windows overhanging the end read only what they cover: a max ignores the missing positions; an
+average divides by the window clipped at ``n + pad`` (``count_include_pad=True``) or by the inputs
+it covers. ``dilation``, ``return_indices`` and ``divisor_override`` are not offered.
+
+``ceil_mode`` is the frontends' (``ceil_pool``, shared with ``nn``'s 2-D poolings), not a kernel
+parameter. Every parameter of a kernel, defaults filled in (``Op.resolve_params``), is part of its
+database key (``Key.params``, which lookup matches exactly) and of its compile-cache key, so a
+``ceil_mode`` Param, even defaulting to False, would have changed the key of every floor-mode call
+and orphaned the schedules stored for it. Instead the frontend pads x on the far side (-inf for
+max, zeros for average) by the inputs the last window overhangs, runs the unchanged floor-mode
+kernel on it (keys, schedules and fingerprints as for that shape) and, for average pooling,
+multiplies the windows whose divisor torch clips by (the kernel's divisor / torch's). Gradients
+follow from the pad, pooling and mul rules. The price: a copy of x per padded axis (and a pass
+over the output for average pooling), only when a window overhangs.
 """
 
 from __future__ import annotations
@@ -21,9 +36,9 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ._consts import lit
 from ._op import Param, op
-from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, per_axis, \
-    zero_padded
-from .nn import no_ceil_mode
+from .binary import mul
+from .conv import _AXES, axis_params, batched, check_float, ntuple, per_axis, zero_padded
+from .layout import pad
 
 _FLOATS = ["float32", "float64"]
 _KERNEL = ("kernel", 1, 1, "window size")   # made required below, as torch's kernel_size
@@ -38,6 +53,63 @@ def _required_kernel(nsp):
     return [Param(p.name, int, low=p.low, high=p.high, doc=p.doc) for p in ps]
 
 
+# -- output sizes and ceil_mode (shared with nn's 2-D poolings) -----------------------------------
+def pool_out(n: int, k: int, stride: int, padding: int, ceil_mode: bool = False) -> int:
+    """torch's pooling output size along one axis: ``floor((n + 2 padding - k) / stride) + 1``;
+    with ``ceil_mode`` the ceiling, less one when the last window would start at or past the
+    input's end (``(m - 1) stride``, counted from the left padding, ``>= n + padding``)."""
+    span = n + 2 * padding - k
+    if not ceil_mode:
+        return span // stride + 1
+    m = -(-span // stride) + 1
+    return m - 1 if (m - 1) * stride >= n + padding else m
+
+
+def check_ceil_out(name: str, sizes, ks, ss, ps) -> list[int]:
+    """The ceil_mode output sizes; ShapeError when one would be below 1."""
+    outs = [pool_out(n, k, s, p, True) for n, k, s, p in zip(sizes, ks, ss, ps)]
+    if min(outs) < 1:
+        x = " x ".join
+        raise ShapeError(
+            f"{name}: the output would be {x(map(str, outs))} with ceil_mode=True; the padded "
+            f"input {x(str(n + 2 * p) for n, p in zip(sizes, ps))} must be longer than the kernel "
+            f"{x(map(str, ks))} less the stride {x(map(str, ss))} on every axis (give a smaller "
+            f"kernel_size or a larger input)")
+    return outs
+
+
+def ceil_pool(kind: str, name: str, x, ks, ss, ps, run, count_include_pad: bool = True):
+    """torch's ``ceil_mode=True`` pooling of ``x`` [N, C, *S] through the floor-mode kernel,
+    which ``run(x, count_include_pad)`` calls (see the module docstring)."""
+    if x.ndim != len(ks) + 2:
+        return run(x, count_include_pad)     # the kernel names the rank it needs
+    check_float(name, x=x)
+    sizes = tuple(x.shape[2:])
+    outs = check_ceil_out(name, sizes, ks, ss, ps)
+    # Inputs the windows need past the far padding; with them floor mode gives these sizes.
+    far = [max(0, (m - 1) * s + k - n - 2 * p) for n, k, s, p, m in zip(sizes, ks, ss, ps, outs)]
+    if not any(far):
+        return run(x, count_include_pad)     # no window overhangs: floor mode is ceil mode
+    widths = [w for e in reversed(far) for w in (0, e)]     # torch's order: last axis first
+    out = run(pad(x, widths, value=float("-inf") if kind == "max" else 0.0), count_include_pad)
+    if kind == "max":
+        return out
+    ratio = np.ones(())
+    for n, k, s, p, m, e in zip(sizes, ks, ss, ps, outs, far):
+        start = np.arange(m) * s - p
+        end = start + k
+        if count_include_pad:    # the kernel divides by k; torch by the window clipped at n + p
+            have, want = np.full(m, k), np.minimum(end, n + p) - start
+        else:                    # both count the inputs covered; the kernel's input is n + e long
+            have = np.minimum(end, n + e) - np.maximum(start, 0)
+            want = np.minimum(end, n) - np.maximum(start, 0)
+        ratio = np.multiply.outer(ratio, have / want)
+    if (ratio == 1).all():
+        return out
+    return mul(out, ratio.astype(x.dtype))
+
+
+# -- references --------------------------------------------------------------------------------
 def _windows(xp, ks, ss, outs):
     """Yields the [N, C, *outs] view of padded ``xp`` that each window offset meets."""
     for tap in itertools.product(*(range(k) for k in ks)):
@@ -45,8 +117,44 @@ def _windows(xp, ks, ss, outs):
         yield xp[(slice(None), slice(None)) + sl]
 
 
+def _count_windows(n, k, s, p, ceil_mode):
+    """Windows i = 0, 1, ... along an axis, counted one by one (not by pool_out's formula): those
+    inside the padded input or, with ceil_mode, those that start less than a stride past the
+    last start that fits, and inside the input or the left padding."""
+    if ceil_mode:
+        return sum(1 for i in range(n + 2 * p + 1) if i * s + k < n + 2 * p + s and i * s - p < n)
+    return sum(1 for i in range(n + 2 * p + 1) if i * s + k <= n + 2 * p)
+
+
+def window_reference(kind, x, ks, ss, ps, ceil_mode=False, count_include_pad=True):
+    """NumPy pooling of [N, C, *S] ``x`` (float64 inside) with per-axis kernel, stride and padding
+    tuples: every window read from padded copies, never through the kernels. Also nn's 2-D one."""
+    sizes = x.shape[2:]
+    outs = [_count_windows(m, k, s, p, ceil_mode) for m, k, s, p in zip(sizes, ks, ss, ps)]
+    if min(outs) < 1:
+        raise ShapeError(f"reference: no window fits in {tuple(sizes)} (kernel {ks}, stride "
+                         f"{ss}, padding {ps}, ceil_mode={ceil_mode})")
+    # Room past the far padding for windows that overhang it (ceil_mode): filled like padding for
+    # the values, never counted in a divisor.
+    far = [max(0, (m - 1) * s + k - n - 2 * p) for n, k, s, p, m in zip(sizes, ks, ss, ps, outs)]
+    both = [(0, 0), (0, 0)] + [(p, p) for p in ps]
+    beyond = [(0, 0), (0, 0)] + [(0, e) for e in far]
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(np.pad(x.astype(np.float64), both, constant_values=fill), beyond,
+                constant_values=fill)
+    views = np.stack(list(_windows(xp, ks, ss, outs)))
+    if kind == "max":
+        out = views.max(axis=0)
+    else:
+        # each window's divisor: how many of its positions count (the padding too, or not)
+        counted = np.pad(np.ones((1, 1) + tuple(sizes)), both,
+                         constant_values=1.0 if count_include_pad else 0.0)
+        out = views.sum(axis=0) / sum(_windows(np.pad(counted, beyond), ks, ss, outs))
+    return out.astype(x.dtype)
+
+
 def _pool_reference(kind, nsp):
-    def ref(x, kernel_size, stride=None, padding=0, count_include_pad=True):
+    def ref(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         x = np.asarray(x)
         unbatched = x.ndim == nsp + 1
         if unbatched:
@@ -54,27 +162,12 @@ def _pool_reference(kind, nsp):
         ks = ntuple(kernel_size, nsp, "ref", "kernel_size", 1)
         ss = ks if stride is None else ntuple(stride, nsp, "ref", "stride", 1)
         ps = ntuple(padding, nsp, "ref", "padding", 0)
-        sizes = x.shape[2:]
-        outs = [conv_out(m, k, s, p) for m, k, s, p in zip(sizes, ks, ss, ps)]
-        pads = [(0, 0), (0, 0)] + [(p, p) for p in ps]
-        fill = -np.inf if kind == "max" else 0.0
-        xp = np.pad(x.astype(np.float64), pads, constant_values=fill)
-        views = np.stack(list(_windows(xp, ks, ss, outs)))
-        if kind == "max":
-            out = views.max(axis=0)
-        else:
-            total = views.sum(axis=0)
-            if count_include_pad:
-                out = total / np.prod(ks)
-            else:
-                ones = np.pad(np.ones((1, 1) + tuple(sizes)), pads)
-                out = total / sum(_windows(ones, ks, ss, outs))
-        out = out.astype(x.dtype)
+        out = window_reference(kind, x, ks, ss, ps, ceil_mode, count_include_pad)
         return out[0] if unbatched else out
     if kind == "max":
-        def max_ref(x, kernel_size, stride=None, padding=0):
+        def max_ref(x, kernel_size, stride=None, padding=0, ceil_mode=False):
             """NumPy max pooling over each window (padding counts as -inf; NaN wins)."""
-            return ref(x, kernel_size, stride, padding)
+            return ref(x, kernel_size, stride, padding, ceil_mode)
         return max_ref
     return ref
 
@@ -87,7 +180,7 @@ def _pool_kernel_reference(kind, nsp):
                 for *_, sfx in _AXES[nsp]}, **p}
         extra = {} if kind == "max" else {"count_include_pad": count_include_pad}
         return ref(x, per_axis(p, "kernel", nsp), per_axis(p, "stride", nsp),
-                   per_axis(p, "pad", nsp), **extra)
+                   per_axis(p, "pad", nsp), False, **extra)
     return kref
 
 
@@ -96,7 +189,7 @@ def _pool_validate(name, nsp):
         ks, ps = per_axis(p, "kernel", nsp), per_axis(p, "pad", nsp)
         if any(2 * q > k for q, k in zip(ps, ks)):
             raise ParamError(f"{name}: padding {ps} must be at most half of the kernel {ks}")
-        sizes = [conv_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
+        sizes = [pool_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
                  for i, _, _, sfx in _AXES[nsp]]
         if min(sizes) < 1:
             padded = [dims[i] + 2 * p[f"pad{sfx}"] for i, _, _, sfx in _AXES[nsp]]
@@ -108,7 +201,7 @@ def _pool_validate(name, nsp):
 
 def _pool_derive(nsp):
     def derive(dims, p):
-        return {o: conv_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
+        return {o: pool_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
                 for i, _, o, sfx in _AXES[nsp]}
     return derive
 
@@ -117,8 +210,9 @@ def _pool_frontend(kind, nsp):
     name = f"{kind}_pool{nsp}d"
     names = ", ".join(i for i, _, _, _ in _AXES[nsp])
 
-    def call(x, kernel_size, stride, padding, ceil_mode, **extra):
-        no_ceil_mode(name, ceil_mode)
+    def call(x, kernel_size, stride, padding, ceil_mode, include=True):
+        if not isinstance(ceil_mode, (bool, np.bool_)):
+            raise ParamError(f"{name}: 'ceil_mode' must be a bool, got {ceil_mode!r}")
         x, unbatched = batched(x, nsp, name, names)
         check_float(name, x=x)
         ks = ntuple(kernel_size, nsp, name, "kernel_size", 1)
@@ -131,7 +225,11 @@ def _pool_frontend(kind, nsp):
         for prefix, vals in (("kernel", ks), ("stride", ss), ("pad", ps)):
             kw.update({f"{prefix}{sfx}": v for (*_, sfx), v in zip(_AXES[nsp], vals)})
         the_op = _OPS[name]
-        out = the_op.kernel(x, **kw, **extra)
+
+        def run(xs, count_include_pad):
+            extra = {} if kind == "max" else {"count_include_pad": count_include_pad}
+            return the_op.kernel(xs, **kw, **extra)
+        out = ceil_pool(kind, name, x, ks, ss, ps, run, include) if ceil_mode else run(x, include)
         return out[0] if unbatched else out
 
     if kind == "max":
@@ -143,8 +241,7 @@ def _pool_frontend(kind, nsp):
             if not isinstance(count_include_pad, (bool, np.bool_)):
                 raise ParamError(f"{name}: 'count_include_pad' must be a bool, got "
                                  f"{count_include_pad!r}")
-            return call(x, kernel_size, stride, padding, ceil_mode,
-                        count_include_pad=bool(count_include_pad))
+            return call(x, kernel_size, stride, padding, ceil_mode, bool(count_include_pad))
     what = "max (padding counts as -inf)" if kind == "max" else "average (zero padding)"
     frontend.__doc__ = f"{nsp}-D {what} pooling of [N, C, {names}] x, like F.{name}."
     frontend.shape_only = True

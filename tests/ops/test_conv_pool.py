@@ -349,7 +349,7 @@ def test_pool1d_matches_the_direct_windows(case, dt):
     for include in (True, False):
         want = direct_pool("avg", x, k, s, p, include)
         assert_close(P.avg_pool1d(x, k, s, p, count_include_pad=include), want, dt)
-        assert_close(P.avg_pool1d.reference(x, k, s, p, include), want, dt)
+        assert_close(P.avg_pool1d.reference(x, k, s, p, count_include_pad=include), want, dt)
     assert_close(P.max_pool1d.reference(x, k, s, p), direct_pool("max", x, k, s, p), dt)
 
 
@@ -393,12 +393,15 @@ X3 = np.ones((1, 2, 4, 4, 4), np.float32)
     (lambda: P.avg_pool3d(X3, 5), ShapeError,
      r"avg_pool3d: the output would be 0 x 0 x 0; the padded input 4 x 4 x 4 is smaller than "
      r"the kernel 5 x 5 x 5"),
-    (lambda: P.max_pool3d(X3, 2, ceil_mode=True), ParamError,
-     r"max_pool3d: ceil_mode=True is not supported"),
-    (lambda: P.max_pool2d(X3[0], 2, ceil_mode=True), ParamError,
-     r"max_pool2d: ceil_mode=True is not supported"),
-    (lambda: P.avg_pool2d(X3[0], 2, 2, 0, True), ParamError,
-     r"avg_pool2d: ceil_mode=True is not supported"),
+    (lambda: P.max_pool3d(X3, 2, ceil_mode=1), ParamError,
+     r"max_pool3d: 'ceil_mode' must be a bool, got 1"),
+    (lambda: P.avg_pool3d(X3, 7, 2, ceil_mode=True), ShapeError,
+     r"avg_pool3d: the output would be 0 x 0 x 0 with ceil_mode=True; the padded input "
+     r"4 x 4 x 4 must be longer than the kernel 7 x 7 x 7 less the stride 2 x 2 x 2"),
+    (lambda: P.max_pool1d(X1, 3, padding=2, ceil_mode=True), ParamError,
+     r"max_pool1d: 'padding' must be at most half of kernel_size \(3,\)"),
+    (lambda: P.avg_pool1d(X1.astype(np.int64), 2, ceil_mode=True), DtypeError,
+     r"avg_pool1d: 'x' has dtype int64; expected float32 or float64"),
     (lambda: P.avg_pool1d(X1, 2, count_include_pad=1), ParamError,
      r"avg_pool1d: 'count_include_pad' must be a bool"),
     (lambda: P.max_pool3d(X1, 2), ShapeError,

@@ -353,6 +353,18 @@ def test_pool_errors():
             the_op(np.ones((1, 1, 4, 4), np.int64), 2)
     with pytest.raises(ParamError, match="'count_include_pad' must be a bool"):
         avg_pool(x, 2, count_include_pad="yes")
+    for the_op in (max_pool, avg_pool):
+        name = the_op.name
+        with pytest.raises(ParamError, match=f"{name}: 'ceil_mode' must be a bool, got 'no'"):
+            the_op(x, 2, ceil_mode="no")
+        with pytest.raises(ShapeError, match=r"output would be 0 x 5 with ceil_mode=True; the "
+                                             r"padded input 6 x 6 must be longer than the kernel "
+                                             r"9 x 2 less the stride 3 x 1"):
+            the_op(x, (9, 2), (3, 1), ceil_mode=True)
+        with pytest.raises(ParamError, match=f"{name}: 'padding' must be at most half"):
+            the_op(x, 3, padding=2, ceil_mode=True)
+        with pytest.raises(ShapeError, match=r"'x' must be 4-D"):
+            the_op(rand((6, 6)), 2, ceil_mode=True)
 
 
 # -- lstm_cell -------------------------------------------------------------------------------------
@@ -441,6 +453,12 @@ def test_against_torch():
     assert_close(max_pool(x, 3, 2, 1), F.max_pool2d(t(x), 3, 2, 1).numpy())
     assert_close(avg_pool(x, 3, 2, 1, count_include_pad=False),
                  F.avg_pool2d(t(x), 3, 2, 1, count_include_pad=False).numpy())
+    # ceil_mode: the last column of windows overhangs the input (more in test_pool_ceil_mode.py)
+    assert_close(max_pool(x, 3, 2, 1, ceil_mode=True),
+                 F.max_pool2d(t(x), 3, 2, 1, ceil_mode=True).numpy())
+    for include in (True, False):
+        assert_close(avg_pool(x, 3, 2, 1, True, include),
+                     F.avg_pool2d(t(x), 3, 2, 1, True, include).numpy())
     args = _lstm_args(3, 5, 4)
     cell = torch.nn.LSTMCell(5, 4)
     with torch.no_grad():

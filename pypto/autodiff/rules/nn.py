@@ -12,7 +12,10 @@ Convolutions (shapes as the op declares them; s stride, d dilation, p padding, K
 
 Pooling routes through the same transposed convolution (avg: a ones kernel per channel) or,
 for max, through masks: each output's gradient goes to the first maximum of its window in
-row-major order, as PyTorch's CPU kernel does.
+row-major order, as PyTorch's CPU kernel does. ``ceil_mode=True`` never reaches these rules: the
+frontends pad x on the far side, run the floor-mode kernel and rescale clipped averages with mul
+(``pypto.ops.pool.ceil_pool``), so its gradient is the pad, pooling and mul rules' chain
+(checked in tests/autodiff/cases.py, ``*_pool*d[ceil*]``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ p padding, d dilation, k kernel size.
 * Average pooling: the transposed depthwise convolution of the output gradient (divided by each
   window's divisor) with a ones kernel. Max pooling: each output's gradient goes to the first
   maximum of its window in row-major order, as the kernel picks it (and PyTorch's CPU kernel).
+  The kernels are floor mode only: ``ceil_mode=True`` is a pad, this kernel and (for averages)
+  a mul in the frontend, differentiated through their own rules.
 * affine_grid is linear in theta: its gradient is the output gradient times the constant
   normalized coordinates (x, y, 1), a matmul.
 * grid_sample is recomputed from gathers (``take_along_axis``) of the four neighbours (or the
