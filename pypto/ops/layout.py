@@ -516,9 +516,9 @@ def _runs(axes):
 
 
 def _flip_frontend(x, axis=None):
-    """Reverses the order of elements along ``axis`` (``np.flip``; None: every axis). Like
-    NumPy's, the result for an array is a view of it; a kernel copies it inside a traced program
-    and into ``out=``."""
+    """Reverses the order of elements along ``axis`` (``np.flip``; None: every axis, ``()``:
+    none, the result equal to ``x``). Like NumPy's, the result for an array is a view of it; a
+    kernel copies it inside a traced program and into ``out=``."""
     name = "flip"
     x = as_array(x, name, "x")
     axes = _axes_list(name, axis, x.ndim)
@@ -528,8 +528,13 @@ def _flip_frontend(x, axis=None):
     if x.ndim == 0:
         return flip.kernel(x.reshape(1, 1, 1)).reshape(())
     shape = x.shape
-    runs = _runs(axes) or [[x.ndim - 1]]
     outs = _take_out(flip, [shape], x.dtype)
+    if not axes:                        # np.flip(x, ()) reverses nothing: a copy
+        flat = (1, 1, x.size)
+        y = tile.kernel(x.reshape(flat), reps=1,
+                        out=outs[0].reshape(flat) if outs is not None else None)
+        return outs[0] if outs is not None else y.reshape(shape)
+    runs = _runs(axes)
     for j, run in enumerate(runs):
         a, b = run[0], run[-1] + 1
         kshape = (math.prod(shape[:a]), math.prod(shape[a:b]), math.prod(shape[b:]))

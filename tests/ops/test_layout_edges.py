@@ -1,0 +1,44 @@
+"""Edge cases of the layout ops against NumPy (and torch where it has the op): an empty axis
+tuple of ``flip``, 0-d inputs, shifts and axes that NumPy accepts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pypto
+import pypto.ops as P
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def _eq(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+# -- flip with no axes -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [(), []])
+def test_flip_of_no_axes_is_the_identity_everywhere(axis):
+    want = X.copy()                 # np.flip(X, ()) is X itself
+    _eq(P.flip(X, axis), want)
+    out = np.full_like(X, -1)
+    assert P.flip(X, axis, out=out) is out
+    _eq(out, want)
+    _eq(pypto.jit(lambda t: P.flip(t, axis))(X), want)
+    _eq(pypto.jit(lambda t: P.flip(t * 1, axis))(X), want)
+
+
+def test_flip_of_no_axes_passes_the_gradient_through():
+    w = np.arange(24, dtype=np.float32).reshape(X.shape)
+    _, vjp = pypto.vjp(lambda t: P.flip(t, ()) * w, X)
+    _eq(vjp(np.ones_like(X))[0], w)
+
+
+def test_flip_of_no_axes_of_a_scalar_and_of_ints():
+    _eq(P.flip(np.float32(3), (), out=np.empty((), np.float32)), np.float32(3))
+    xi = np.arange(5, dtype=np.int64)
+    _eq(pypto.jit(lambda t: P.flip(t, ()))(xi), xi)
