@@ -36,6 +36,7 @@ import numpy as np
 from ..dtypes import halide_type
 from ..errors import OpDefinitionError
 from ..ops._op import Op
+from ..ops.math import cast_expr
 from ..schedule.directives import GRAMMAR, Directive
 from ..schedule.fit import any_shape
 from .shapes import SymInt, as_expr, slots, symbolic
@@ -463,7 +464,8 @@ class Lowering:
         src = self.read(self.g.ref(n.inputs[0]), src.shape, ("pointwise", f"n{idx}_cast"))
         f, v = self._new(f"n{idx}_cast", src.shape, "pointwise")
         vs = _vars("x", src.shape)
-        f[vs] = hl.cast(halide_type(n.aux), src.func[vs])
+        e = src.func[vs]
+        f[vs] = cast_expr(e if isinstance(e, hl.Expr) else hl.Expr(e), n.aux)   # ops.cast's rules
         self.vals[("n", idx, 0)] = v
 
     def _op(self, idx: int, n: Node) -> None:

@@ -170,10 +170,7 @@ class Tensor:
         n = self.ndim
         if not axes:
             axes = tuple(range(n))[::-1]
-        try:
-            axes = tuple(operator.index(a) % n if n else 0 for a in axes)
-        except TypeError:
-            raise TraceError(f"transpose: axes must be ints, got {axes!r}") from None
+        axes = _axes("transpose", axes, n)
         if sorted(axes) != list(range(n)):
             raise ShapeError(f"transpose: axes {axes} are not a permutation of {n} axes")
         if axes == tuple(range(n)):
@@ -184,7 +181,7 @@ class Tensor:
         if self.node.kind == "poison":
             return self
         axes = list(range(self.ndim))
-        a, b = a % self.ndim, b % self.ndim
+        a, b = _axes("swapaxes", (a, b), self.ndim, repeat=True)
         axes[a], axes[b] = axes[b], axes[a]
         return self.transpose(axes)
 
@@ -208,7 +205,8 @@ class Tensor:
         if axis is None:
             axes = [i for i, n in enumerate(self.shape) if n == 1]
         else:
-            axes = [a % self.ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+            axes = _axes("squeeze", axis if isinstance(axis, (tuple, list)) else (axis,),
+                         self.ndim)
             bad = [a for a in axes if self.shape[a] != 1]
             if bad:
                 raise ShapeError(f"squeeze: axis {bad[0]} has size {self.shape[bad[0]]}, not 1")
@@ -690,14 +688,18 @@ def _resolve_shape(shape, size: int, old) -> tuple[int, ...]:
 
 
 def _index(t: Tensor, key) -> Tensor:
-    """Basic indexing: ints, slices, None and Ellipsis (NumPy's rules); a view of ``t``."""
+    """Basic indexing: ints, slices, None, Ellipsis and True (NumPy's rules); a view of ``t``."""
     if not isinstance(key, tuple):
         key = (key,)
     if any(isinstance(k, (Tensor, np.ndarray, list)) for k in key):
         raise TraceError(f"indexing a pypto.Tensor with an array or Tensor at {user_frame()} is "
                          "not supported (its result shape would depend on data); use "
                          "pypto.ops.where for masks, or a slice")
-    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    flags = [k for k in key if isinstance(k, (bool, np.bool_))]
+    if flags and not all(flags):
+        raise ShapeError(f"indexing a Tensor with False at {user_frame()} gives an empty result; "
+                         "empty Tensors are not supported in a PyPTO program")
+    n_real = sum(1 for k in key if _consumes_axis(k))
     if n_real > t.ndim:
         raise ShapeError(f"too many indices for a Tensor of rank {t.ndim}: {key!r}")
     if sum(1 for k in key if k is Ellipsis) > 1:
@@ -708,12 +710,16 @@ def _index(t: Tensor, key) -> Tensor:
             full += [slice(None)] * (t.ndim - n_real)
         else:
             full.append(k)
-    full += [slice(None)] * (t.ndim - sum(1 for k in full if k is not None))
+    full += [slice(None)] * (t.ndim - sum(1 for k in full if _consumes_axis(k)))
     starts, steps, sizes, out_shape = [], [], [], []
+    advanced = []           # (position in full, position in out_shape) of ints and flags
     axis = 0
-    for k in full:
+    for pos, k in enumerate(full):
         if k is None:
             out_shape.append(1)
+            continue
+        if isinstance(k, (bool, np.bool_)):
+            advanced.append((pos, len(out_shape)))
             continue
         n = t.shape[axis]
         if isinstance(k, slice):
@@ -730,10 +736,18 @@ def _index(t: Tensor, key) -> Tensor:
                 raise TraceError(f"unsupported index {k!r} for a pypto.Tensor") from None
             if not -n <= i < n:
                 raise ShapeError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            advanced.append((pos, len(out_shape)))
             starts.append(i % n)
             steps.append(1)
             sizes.append(1)
         axis += 1
+    if flags:
+        # NumPy: a True index is a 0-d boolean array, so it and the ints are advanced indices,
+        # broadcast to one new axis of length 1: where they stand when they are side by side,
+        # else first.
+        places = [p for p, _ in advanced]
+        side_by_side = places[-1] - places[0] + 1 == len(places)
+        out_shape.insert(advanced[0][1] if side_by_side else 0, 1)
     if any(s == 0 for s in sizes):
         raise ShapeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; empty "
                          "Tensors are not supported in a PyPTO program")
@@ -741,6 +755,28 @@ def _index(t: Tensor, key) -> Tensor:
     if tuple(sizes) != t.shape or any(s != 0 for s in starts) or any(s != 1 for s in steps):
         out = view(t, ("slice", tuple(starts), tuple(steps)), tuple(sizes))
     return out.reshape(tuple(out_shape))
+
+
+def _axes(what: str, axes, ndim: int, repeat: bool = False) -> tuple:
+    """``axes`` as non-negative ints below ``ndim`` (NumPy's AxisError as a ShapeError: an axis
+    out of range is refused, not wrapped), each named once unless ``repeat``."""
+    out = []
+    for a in axes:
+        if isinstance(a, (bool, np.bool_)) or not hasattr(a, "__index__"):
+            raise TraceError(f"{what}: axes must be ints, got {a!r}")
+        i = operator.index(a)
+        if not -ndim <= i < ndim:
+            raise ShapeError(f"{what}: axis {i} is out of bounds for a Tensor of rank {ndim} "
+                             f"(axes run from {-ndim} to {ndim - 1})")
+        out.append(i % ndim)
+    if not repeat and len(set(out)) != len(out):
+        raise ShapeError(f"{what}: an axis is named twice in {tuple(axes)!r}")
+    return tuple(out)
+
+
+def _consumes_axis(k) -> bool:
+    """Whether index entry ``k`` takes an axis of the Tensor (None, ``...`` and flags do not)."""
+    return k is not None and k is not Ellipsis and not isinstance(k, (bool, np.bool_))
 
 
 def _binop(name: str, a, b):
@@ -761,9 +797,12 @@ def _np_transpose(a, axes=None):
 
 def _np_moveaxis(a, source, destination):
     n = a.ndim
-    src = [s % n for s in (source if isinstance(source, (tuple, list)) else (source,))]
-    dst = [d % n for d in (destination if isinstance(destination, (tuple, list)) else
-                           (destination,))]
+    src = _axes("moveaxis", source if isinstance(source, (tuple, list)) else (source,), n)
+    dst = _axes("moveaxis", destination if isinstance(destination, (tuple, list)) else
+                (destination,), n)
+    if len(src) != len(dst):
+        raise ShapeError(f"moveaxis: source {source!r} and destination {destination!r} must "
+                         f"name as many axes")
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -773,7 +812,7 @@ def _np_moveaxis(a, source, destination):
 def _np_expand_dims(a, axis):
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     n = a.ndim + len(axes)
-    axes = sorted(x % n for x in axes)
+    axes = sorted(_axes("expand_dims", axes, n))
     shape = list(a.shape)
     for x in axes:
         shape.insert(x, 1)

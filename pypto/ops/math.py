@@ -434,6 +434,10 @@ def _cast(x, dtype):
     return hl.cast(dst, x)
 
 
+#: ``x.astype(dtype)`` of a Halide expression by ``cast``'s rules: traced programs' casts use it.
+cast_expr = _cast
+
+
 def _ref_cast(x, dtype):
     x = np.asarray(x)
     dt = np.dtype(dtype)
