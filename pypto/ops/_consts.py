@@ -48,18 +48,46 @@ def lit(t: hl.Type, v: float) -> hl.Expr:
 
 
 def fill(op_name: str, arg: str, t: hl.Type, v: float) -> hl.Expr:
-    """A fill value ``v`` (an op's parameter ``arg``) as a constant of type ``t``. Infinities and
-    NaN are fills only for float types: an integer or bool array has no such value, so those
-    raise a ParamError instead of an arbitrary cast."""
+    """A fill value ``v`` (an op's parameter ``arg``) as a constant of type ``t``.
+
+    The one check of every fill: a value that ``t`` cannot hold raises a ParamError naming the
+    op, the value and the range, where a cast would wrap it (int32 from 2**40 gave 0) or round it
+    to infinity. As in torch: an integer type holds the values in [min, max] (compared exactly;
+    a fraction inside is truncated toward zero, 2.7 fills 2), float32 the values up to its
+    largest finite one (and inf, -inf and NaN), bool anything finite (nonzero is True).
+    Infinities and NaN are fills only for float types."""
     from ..errors import ParamError
 
+    where = f"{op_name}: parameter '{arg}' is {_show(v)}"
     if not math.isfinite(v) and not t.is_float():
-        kind = _type_name(t)
-        raise ParamError(f"{op_name}: parameter '{arg}' is {v!r}, which {kind} values cannot "
-                         "hold; give a finite value or a float array")
+        raise ParamError(f"{where}, which {_type_name(t)} values cannot hold; give a finite "
+                         "value or a float array")
     if t.is_bool():
         return hl.cast(hl.Bool(), v != 0)
+    if not t.is_float():
+        lo, hi = _int_range(t)
+        if not lo <= v <= hi:       # Python compares a float with an int exactly
+            raise ParamError(f"{where}, outside the range of {_type_name(t)} [{lo}, {hi}]; "
+                             f"give a value in range or cast the array first")
+    elif t.bits() == 32 and math.isfinite(v) and abs(v) > _F32_MAX:
+        raise ParamError(f"{where}, beyond float32's largest finite value {_F32_MAX!r} "
+                         "(it would round to infinity); give inf itself or a float64 array")
     return lit(t, v)
+
+
+#: float32's largest finite value, exactly (as a Python float).
+_F32_MAX = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
+
+
+def _int_range(t: hl.Type) -> tuple[int, int]:
+    n = t.bits()
+    return (0, (1 << n) - 1) if t.is_uint() else (-(1 << (n - 1)), (1 << (n - 1)) - 1)
+
+
+def _show(v: float) -> str:
+    """``v`` as a user wrote it: an integral value without a fraction (2**40, not 1.0995e12)."""
+    return str(int(v)) if math.isfinite(v) and float(v).is_integer() and abs(v) < 1e21 \
+        else repr(v)
 
 
 def _type_name(t: hl.Type) -> str:

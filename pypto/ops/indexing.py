@@ -362,7 +362,8 @@ def _masked_fill_frontend(input, mask, value):  # noqa: A002
 @op(category="indexing", inputs={"input": "R C", "mask": "R C"}, output="R C",
     dtypes=[(d, "bool") for d in ("float32", "float64", "int32", "int64")],
     params=[Param("value", float, 0.0, finite=False,
-                  doc="the fill (cast to input's dtype; inf, -inf and NaN for floats)")],
+                  doc="the fill, in input's dtype's range (ints truncate a fraction; inf, "
+                      "-inf and NaN for floats)")],
     reference=lambda input, mask, value: np.where(mask, np.asarray(value).astype(
         np.asarray(input).dtype), input),
     kernel_reference=lambda input, mask, value=0.0: np.where(mask, np.asarray(value).astype(

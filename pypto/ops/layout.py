@@ -388,8 +388,8 @@ def _pad_kernel_ref(x, before=0, after=0, mode="constant", value=0.0):
     params=[Param("before", int, 0, low=0, high=_BIG, doc="elements added before"),
             Param("after", int, 0, low=0, high=_BIG, doc="elements added after"),
             Param("mode", str, "constant", choices=_MODES, doc="how new elements are filled"),
-            Param("value", float, 0.0, doc="the fill of constant padding (inf and NaN for floats)",
-                  finite=False)],
+            Param("value", float, 0.0, doc="the fill of constant padding, in x's dtype's range "
+                  "(inf and NaN for floats)", finite=False)],
     reference=lambda x, pad, mode="constant", value=0.0: _pad_frontend(x, pad, mode, value),
     kernel_reference=_pad_kernel_ref, frontend=_pad_frontend, validate=_pad_validate,
     derive=lambda d, p: {"P": d["A"] + p["before"] + p["after"]}, example=_OAI)
