@@ -29,6 +29,11 @@ class ParamError(InputError, ValueError):
     """A scalar parameter has an unsupported value."""
 
 
+class ArgumentError(ParamError, TypeError):
+    """A call's arguments do not fit the op's signature (an unknown keyword, a missing or extra
+    argument): a ParamError, and the TypeError Python raises for such a call."""
+
+
 class UnknownOpError(PyptoError, KeyError):
     """No op of that name is registered."""
 

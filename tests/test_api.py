@@ -8,7 +8,7 @@ import pypto
 
 def test_public_api_is_pinned():
     assert sorted(pypto.__all__) == sorted([
-        "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
+        "ArgumentError", "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
         "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
         "Param", "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
@@ -33,6 +33,8 @@ def test_errors_subclass_the_builtin_classes_users_expect():
     assert issubclass(pypto.DtypeError, TypeError)
     assert issubclass(pypto.ShapeError, ValueError)
     assert issubclass(pypto.ParamError, ValueError)
+    assert issubclass(pypto.ArgumentError, TypeError) and issubclass(pypto.ArgumentError,
+                                                                      pypto.ParamError)
     for cls in (pypto.DtypeError, pypto.ShapeError, pypto.ScheduleError, pypto.DatabaseError,
                 pypto.CompileError, pypto.UnknownOpError):
         assert issubclass(cls, pypto.PyptoError)

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..compiler.diskcache import data_address
 from ..compiler.lower import Dims  # what an algorithm receives as ``dims``; made by lowering
-from ..errors import OpDefinitionError, ParamError
+from ..errors import ArgumentError, OpDefinitionError, ParamError, PyptoError
 from .. import runtime as _runtime
 from ..runtime import call_op as _call_op
 from ..runtime import call_public as _call_public
@@ -288,7 +288,28 @@ class Op:
         result in place, as in NumPy; see :meth:`_call_into`."""
         if _runtime.checking:     # inside pypto.check_graph: record errors and go on
             return _runtime.checked_call(self, self._public_call, args, kwargs, out)
-        return self._public_call(args, kwargs, out)
+        try:
+            return self._public_call(args, kwargs, out)
+        except TypeError as e:
+            bad = self._argument_error(e, args, kwargs)
+            if bad is None:
+                raise
+            raise bad from None
+
+    def _argument_error(self, err: TypeError, args, kwargs) -> ArgumentError | None:
+        """An ArgumentError naming the op and its signature when ``err`` came from arguments
+        that do not fit the public signature (Python's own message names the frontend, a
+        private function); None when they fit and ``err`` came from elsewhere."""
+        if isinstance(err, PyptoError):
+            return None
+        fn = self.frontend or self.reference
+        try:
+            inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            return ArgumentError(f"{self.name}: {e}; the call is {self.public_signature()}")
+        except ValueError:      # no signature to read
+            return None
+        return None
 
     def _public_call(self, args, kwargs, out):
         fe = self.frontend
