@@ -218,7 +218,12 @@ kl_div = _pointwise(
 def _bce(x, t, w):
     lo = _k(x, -100.0)
     one = _k(x, 1.0)
-    return -w * (t * hl.max(_nanlog(x), lo) + (one - t) * hl.max(_nanlog(one - x), lo))
+    loss = -w * (t * hl.max(_nanlog(x), lo) + (one - t) * hl.max(_nanlog(one - x), lo))
+    # An input outside [0, 1] (or NaN) is no probability: NaN, as the reference gives (the
+    # clamp at -100 would hide the NaN log of a negative number: 1.5 with target 1 gave -0.41).
+    # (The NaN test is on the bits: Halide compiles float compares as if no operand were NaN.)
+    inside = (x >= _k(x, 0.0)) & (x <= one) & hl.logical_not(_ew._is_nan(x))
+    return hl.select(inside, loss, _k(x, math.nan))
 
 
 def _bce_ref(x, t, w):
@@ -235,7 +240,9 @@ def _bce_inputs(dims, dtypes, params, rng):
 binary_cross_entropy = _pointwise(
     "binary_cross_entropy", _bce, _bce_ref,
     "``-weight * (t log(x) + (1 - t) log(1 - x))`` with each log clamped at -100 "
-    "(``F.binary_cross_entropy``); input holds probabilities in [0, 1].",
+    "(``F.binary_cross_entropy``); input holds probabilities in [0, 1]. An input outside [0, 1] "
+    "or NaN gives a NaN loss (``\"mean\"``/``\"sum\"``: NaN) where torch raises: the check "
+    "costs no pass over the data and works inside traced programs.",
     extra_inputs=("weight",), make_inputs=_bce_inputs)
 
 
@@ -303,7 +310,9 @@ def _class_loss(the_op, name, input, target, weight, ignore_index, reduction, **
         return loss.reshape(shape)
     if reduction == "sum":
         return _red.sum_(loss)
-    return _red.sum_(loss) / _red.sum_(wt)
+    num, den = _red.sum_(loss), _red.sum_(wt)
+    with np.errstate(divide="ignore", invalid="ignore"):    # every sample ignored: NaN, quietly
+        return num / den
 
 
 def _class_alg(log_softmax: bool):
