@@ -139,9 +139,15 @@ def take_along_axis(x, index, *, dims):
 
 def _gather_frontend(x, dim, index):
     """``torch.gather``: out[..., j, ...] = x[..., index[..., j, ...], ...] along ``dim``;
-    ``index`` may be shorter than ``x`` on the other axes (only its extent is read)."""
+    ``index`` may be shorter than ``x`` on the other axes (only its extent is read). As in
+    torch, a 0-d ``x`` or ``index`` counts as one of shape (1,) against a 1-D or 0-d other: the
+    result has ``index``'s shape."""
     name = "gather"
     x, idx = _pair(name, x, index)
+    if min(x.ndim, idx.ndim) == 0 and max(x.ndim, idx.ndim) <= 1:
+        # torch reads a 0-d x or index as one of shape (1,); the result has index's shape
+        _axis(name, dim, x.ndim)
+        return _gather_frontend(x.reshape(-1), 0, idx.reshape(-1)).reshape(idx.shape)
     if idx.ndim != x.ndim:
         raise ShapeError(f"gather: index must have the rank of x ({x.ndim}), got {idx.shape}")
     ax = _axis(name, dim, x.ndim)
@@ -165,11 +171,22 @@ def gather(x, index, *, dims):
 
 
 def _index_select_frontend(x, dim, index):
-    """``torch.index_select``: the slices of ``x`` at the 1-D ``index`` along ``dim``."""
+    """``torch.index_select``: the slices of ``x`` at the 1-D ``index`` along ``dim``. As in
+    torch, a 0-d ``index`` is one of shape (1,), and a 0-d ``x`` takes exactly one index
+    (0), giving a 0-d result."""
     name = "index_select"
     x, idx = _pair(name, x, index)
-    if idx.ndim != 1:
-        raise ShapeError(f"index_select: index must be 1-D, got shape {idx.shape}")
+    if idx.ndim > 1:
+        raise ShapeError(f"index_select: index must be 1-D (or 0-d), got shape {idx.shape}")
+    if idx.ndim == 0:
+        idx = idx.reshape(1)            # torch reads a 0-d index as one of shape (1,)
+    if x.ndim == 0:
+        # ... and a 0-d x as one of shape (1,), giving a 0-d result for its one index
+        _axis(name, dim, 0)
+        if idx.shape != (1,):
+            raise ShapeError(f"index_select: a 0-d x takes exactly one index, got "
+                             f"{idx.shape[0]}")
+        return _index_select_frontend(x.reshape(1), 0, idx).reshape(())
     ax = _axis(name, dim, x.ndim)
     check_range(name, "index", idx, x.shape[ax])
     out = index_select.kernel(_oai(x, ax), idx)

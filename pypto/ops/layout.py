@@ -55,10 +55,11 @@ def _axis(name: str, axis, ndim: int) -> int:
     if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
         raise ParamError(f"{name}: 'axis' must be an int, got {axis!r}")
     a = operator.index(axis)
-    if not -max(ndim, 1) <= a < max(ndim, 1):
-        raise ParamError(f"{name}: 'axis' must be in [{-ndim}, {ndim - 1}] for an input of rank "
+    n = max(ndim, 1)                    # a 0-d input takes 0 and -1, as in torch
+    if not -n <= a < n:
+        raise ParamError(f"{name}: 'axis' must be in [{-n}, {n - 1}] for an input of rank "
                          f"{ndim}, got {a}")
-    return a % max(ndim, 1)
+    return a % n
 
 
 def _int(name: str, arg: str, value, low: int | None = None) -> int:
@@ -356,12 +357,16 @@ def _pad_frontend(x, pad, mode="constant", value=0.0):
     """Pads ``x`` like ``torch.nn.functional.pad``: ``pad = (left, right, top, bottom, ...)``
     from the last axis backwards. ``mode``: ``"constant"`` (``value``), ``"reflect"`` (mirror
     without repeating the edge; each pad < the axis), ``"replicate"`` (edge repeated) or
-    ``"circular"`` (wrap around; each pad <= the axis). Negative (cropping) pads are refused."""
+    ``"circular"`` (wrap around; each pad <= the axis). Negative (cropping) pads are refused.
+    A 0-d ``x`` takes only ``pad=()``: a copy, in every mode (torch's constant mode; its other
+    modes refuse a 0-d input)."""
     name = "pad"
     x = as_array(x, name, "x")
     if mode not in _MODES:
         raise ParamError(f"pad: 'mode' must be one of {list(_MODES)}, got {mode!r}")
     pairs = _pad_pairs(name, pad, x.ndim)
+    if x.ndim == 0:                 # pad == (): a copy (torch's, in constant mode)
+        return _pad_frontend(x.reshape(1), (), mode, value).reshape(())
     todo = [(a, p) for a, p in sorted(pairs.items(), reverse=True) if p != (0, 0)] or \
         [(x.ndim - 1, (0, 0))]
     for a, (before, after) in todo:

@@ -8,6 +8,7 @@ import pytest
 
 import pypto
 import pypto.ops as P
+from pypto.errors import ParamError
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
@@ -42,3 +43,29 @@ def test_flip_of_no_axes_of_a_scalar_and_of_ints():
     _eq(P.flip(np.float32(3), (), out=np.empty((), np.float32)), np.float32(3))
     xi = np.arange(5, dtype=np.int64)
     _eq(pypto.jit(lambda t: P.flip(t, ()))(xi), xi)
+
+
+# -- pad of a 0-d array ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pad", [(), []])
+def test_pad_of_a_0d_array_with_no_pads_is_a_copy_as_in_torch(pad):
+    torch = pytest.importorskip("torch")
+    want = torch.nn.functional.pad(torch.tensor(3.0), pad).numpy()
+    _eq(P.pad(np.float32(3), pad), want)
+    _eq(pypto.jit(lambda t: P.pad(t, pad))(np.float32(3)), want)
+    _eq(P.pad(np.int64(-4), pad, value=7), np.int64(-4))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_of_a_0d_array_with_no_pads_in_other_modes_is_a_copy(mode):
+    # torch refuses these modes for a 0-d input; no pads reverse or repeat nothing, so PyPTO
+    # gives the copy of constant mode
+    _eq(P.pad(np.float64(2.5), (), mode=mode), np.float64(2.5))
+
+
+def test_pad_of_a_0d_array_refuses_pads():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ParamError, match="at most 0 pairs for rank 0"):
+        P.pad(np.float32(3), (1, 1))
+    with pytest.raises(RuntimeError, match="Padding length"):
+        torch.nn.functional.pad(torch.tensor(3.0), (1, 1))
