@@ -94,14 +94,27 @@ def _along_call(the_op, name, x, idx, axis):
 
 def _take_frontend(arr, indices, axis):
     """``np.take_along_axis``: out[..., j, ...] = arr[..., indices[..., j, ...], ...] along
-    ``axis``; the other axes of ``indices`` broadcast against ``arr``. Negative indices count
-    from the end."""
+    ``axis``; the other axes of ``indices`` broadcast against ``arr``. ``axis=None`` takes the
+    1-D ``indices`` into the flattened ``arr``. Negative indices count from the end."""
     name = "take_along_axis"
     x, idx = _pair(name, arr, indices)
+    if axis is None:
+        if idx.ndim != 1:
+            raise ShapeError(f"take_along_axis: with axis=None (arr flattened) indices must be "
+                             f"1-D, got shape {idx.shape}")
+        x, axis = x.reshape(-1), 0
+    if x.ndim == 0:
+        raise ShapeError("take_along_axis: arr is 0-d and has no axis to take along; give "
+                         "axis=None (arr flattened) and 1-D indices")
     ax = _axis(name, axis, x.ndim)
     if idx.ndim == x.ndim:
-        shape = list(np.broadcast_shapes(tuple(n for i, n in enumerate(x.shape) if i != ax),
-                                         tuple(n for i, n in enumerate(idx.shape) if i != ax)))
+        others = [tuple(n for i, n in enumerate(a.shape) if i != ax) for a in (x, idx)]
+        try:
+            shape = list(np.broadcast_shapes(*others))
+        except ValueError:
+            raise ShapeError(f"take_along_axis: arr {x.shape} and indices {idx.shape} do not "
+                             f"broadcast on the axes other than axis {ax} ({others[0]} against "
+                             f"{others[1]})") from None
         xs, js = list(shape), list(shape)
         xs.insert(ax, x.shape[ax])
         js.insert(ax, idx.shape[ax])
