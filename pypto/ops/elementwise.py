@@ -20,7 +20,17 @@ Conventions:
 - ``gelu(x, approximate="none")`` is ``x * Phi(x)`` with the exact normal CDF (through ``erf``);
   ``approximate="tanh"`` is ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, as in
   ``torch.nn.functional.gelu``.
-- ``softplus(x) = log(1 + exp(x))`` (``np.logaddexp(0, x)``), accurate for every x.
+- ``softplus(x, beta=1.0, threshold=inf) = log(1 + exp(beta x)) / beta``, and x where
+  ``beta x > threshold``: torch's parameters and semantics (``beta x`` rounded and compared in
+  the compute type; beta < 0 allowed; beta == 0 and NaN threshold are refused). The default
+  threshold is inf, not torch's 20, so that the default stays accurate for every x
+  (``np.logaddexp(0, x)``): with 20, float64 results for 20 < x < 33.3 would be x instead of
+  x + log1p(e**-x) (up to 2e-9 off, 580163 ulps at x = 20). In float16 and float32 the two
+  agree: the accurate value already rounds to x wherever beta x > 20 (x + log1p(e**-t) / beta
+  with a term below e**-t / t < 2**-25 of |x| for t = beta x > 15; checked for every float32
+  x > 20), so there the default gives x as torch does. Pass ``threshold=20.0`` for torch's
+  float64 values. With beta != 1, the rounding of beta x costs up to about |beta x| ulps where
+  the result is tiny (beta x far below 0): the function's own sensitivity to x there.
 
 Accuracy: results are within a few units in the last place of the correctly rounded value
 (float32 ``erf`` within 6 ulp). ``gelu`` is ``0.5 x (1 + erf(x / sqrt 2))`` as in PyTorch, so
@@ -383,13 +393,67 @@ def _silu(x):
     return _finite_below(x) * _sigmoid(x)
 
 
-def _softplus(x):
+def _softplus_check(dtype: str, beta: float, threshold: float) -> None:
+    """softplus's parameters for an array of ``dtype``: refuses what has no meaning there."""
+    if beta == 0.0:
+        raise ParamError("softplus: parameter 'beta' must be nonzero (the result is "
+                         "log(1 + exp(beta x)) / beta), got 0.0")
+    with np.errstate(over="ignore"):
+        beyond = dtype in ("float32", "float16") and not math.isfinite(float(np.float32(beta)))
+    if beyond:
+        raise ParamError(f"softplus: parameter 'beta' is {beta!r}, beyond float32's range, in "
+                         f"which a {dtype} array is computed (|beta| <= 3.4e38)")
+    if math.isnan(threshold):
+        raise ParamError("softplus: parameter 'threshold' must not be NaN (inf, the default, "
+                         "gives no linear part)")
+
+
+def _exp_over(y, beta: float):
+    """e**y / |beta| for y <= 0 and 0 < |beta| < 1 (in y's type), without the underflow of e**y
+    on the way: with |beta| = m 2**E (m in [0.5, 1)), exp's 2**k scaling takes 2**-E in and the
+    division by m comes before it, so that only the result is rounded into the subnormals."""
+    b = y.type().bits()
+    m, e_beta = math.frexp(math.fabs(beta))
+    shift = -e_beta                                     # 0 < shift <= 1074 (float64's least)
+    # one factor of 2 below exp's clamp: where e**y 2**shift / m is below half the least
+    # subnormal, so that -inf gives 0.
+    lo = _EXP_LO[b] - (shift + 1) * math.log(2.0)
+    yc = _let("softplus_tail_arg", hl.select(y < _k(y, lo), _k(y, lo), y))
+    k, ki = _round_nearest(yc * _k(y, 1.0 / math.log(2.0)), "exp_round")
+    r = _let("exp_red", (yc - k * _k(y, _LN2_HI[b])) - k * _k(y, _LN2_LO[b]))
+    p = _poly("exp_poly", r, _INV_FACT[: _EXP_DEG[b] + 1]) / _k(y, m)
+    kk = ki + shift
+    k1 = kk >> 1
+    return p * _pow2(k1, y) * _pow2(kk - k1, y)
+
+
+def _softplus(x, beta=1.0, threshold=math.inf):
+    """log(1 + e**(beta x)) / beta as max(x, 0) + log1p(e**-|beta x|) / beta (for beta > 0;
+    the sign test is on beta x), and x where beta x > threshold. beta x and its comparison are
+    in x's type, as in torch."""
+    _softplus_check("float64" if _is64(x) else "float32", beta, threshold)
     x = _let("softplus_arg", x)
-    pos = hl.select(x > _k(x, 0.0), x, _k(x, 0.0))
-    e = _let("softplus_e", _exp(-hl.abs(x)))           # in [0, 1]
+    t = x if beta == 1.0 else _let("softplus_bx", x * _k(x, beta))
+    e = _let("softplus_e", _exp(-hl.abs(t)))           # in [0, 1]
     u = _let("softplus_u", e + _k(x, 1.0))              # in [1, 2]: log needs no special cases
     log1p_e = _log_core(u) + (e - (u - _k(x, 1.0))) / u
-    return hl.select(_is_nan(x), x, pos + log1p_e)
+    if beta == 1.0:
+        res = hl.select(x > _k(x, 0.0), x, _k(x, 0.0)) + log1p_e
+    else:
+        # Where beta x <= 0 the result is the scaled term alone, so that beta < 0 keeps its sign
+        # (softplus(inf, beta=-1) = -0.0, as torch gives).
+        scaled = log1p_e / _k(x, beta)
+        b = beta if _is64(x) else float(np.float32(beta))      # the beta the kernel uses
+        if math.fabs(b) < 1.0:
+            # 1 / beta scales up: where e is tiny, log1p(e) = e and e / beta is computed whole
+            # (e itself may be subnormal or 0 while e / beta is a normal number).
+            tail = _exp_over(-hl.abs(t), b)
+            tail = tail if b > 0 else -tail
+            scaled = hl.select(e < _k(x, 2.0 ** -60), tail, scaled)
+        res = hl.select(t > _k(x, 0.0), x + scaled, scaled)
+    if threshold != math.inf:
+        res = hl.select(t > _k(x, threshold), x, res)   # beyond float32's range: +-inf
+    return hl.select(_is_nan(x), x, res)
 
 
 # -- erf -------------------------------------------------------------------------------------------
@@ -869,6 +933,33 @@ def _ref_leaky_relu(x, negative_slope=0.01):
     return np.where(x < 0, x * negative_slope, x).astype(x.dtype)
 
 
+@_quiet
+def _ref_softplus(x, beta=1.0, threshold=math.inf):
+    """In the op's compute type (float32 for float16): t = beta x rounded as the kernel does, the
+    logarithm in long double (its tail e**t / beta need not underflow), and x where t >
+    threshold."""
+    x = np.asarray(x)
+    work = np.float32 if x.dtype == np.float16 else x.dtype.type
+    w = x.astype(work)
+    b = work(beta)
+    t = w * b
+    out = np.logaddexp(0.0, t.astype(np.longdouble)) / np.longdouble(b)
+    out = np.where(t > work(threshold), w, out)
+    return out.astype(x.dtype)
+
+
+def _check_softplus(a, given):
+    beta, threshold = given.get("beta", 1.0), given.get("threshold", math.inf)
+    numbers = (int, float, np.integer, np.floating)
+    for key, v in (("beta", beta), ("threshold", threshold)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers):
+            raise ParamError(f"softplus: parameter '{key}' expects a number, got {v!r}")
+    if not math.isfinite(float(beta)):
+        raise ParamError(f"softplus: parameter 'beta' must be finite, got {beta!r}")
+    _softplus_check(a.dtype.name, float(beta), float(threshold))
+    return given
+
+
 def _ref_clip(x, min=None, max=None):  # noqa: A002 - NumPy's names
     x = np.asarray(x)
     if x.dtype.kind in "iu":
@@ -1028,8 +1119,13 @@ clip = _unary(
 square = _unary("square", _square, lambda x: np.square(x), "x * x (integers wrap like NumPy).",
                 dtypes=FLOATS + INTS)
 reciprocal = _unary("reciprocal", _reciprocal, _ref_reciprocal, "1 / x.")
-softplus = _unary("softplus", _softplus, _quiet(lambda x: np.logaddexp(0, x)),
-                  "log(1 + e**x), computed as max(x, 0) + log1p(e**-|x|).")
+softplus = _unary(
+    "softplus", _softplus, _ref_softplus,
+    "log(1 + e**(beta x)) / beta, and x where beta x > threshold (torch's names and semantics; "
+    "the default threshold is inf: accurate for every x).", check=_check_softplus,
+    params=[Param("beta", float, 1.0, doc="the sharpness: log(1 + e**(beta x)) / beta (nonzero)"),
+            Param("threshold", float, math.inf, finite=False,
+                  doc="x itself where beta x > threshold (inf: never; torch's default 20)")])
 leaky_relu = _unary(
     "leaky_relu", _leaky_relu, _ref_leaky_relu, "x where x >= 0, negative_slope * x below 0.",
     params=[Param("negative_slope", float, 0.01, doc="slope for x < 0")])

@@ -122,6 +122,11 @@ CASES = {
     "softshrink": (lambda x: o.softshrink(x, 0.3), [away(_X, [-0.3, 0.3])]),
     "threshold": (lambda x: o.threshold(x, 0.1, 2.0), [away(_X, [0.1])]),
     "log_sigmoid": (o.log_sigmoid, [_X]),
+    # softplus's default is in test_rules.py; beta and threshold here (inputs made without _rng)
+    "softplus[beta]": (lambda x: o.softplus(x, beta=2.5), [3 * _X]),
+    "softplus[negative_beta]": (lambda x: o.softplus(x, beta=-0.7), [4 * _X]),
+    "softplus[threshold]": (lambda x: o.softplus(x, beta=1.5, threshold=1.2),
+                            [away(2 * _X, [0.8], 0.1)]),          # the jump at beta x = 1.2
     "prelu": (o.prelu, [away(normal(2, 3, 2), [0.0]), normal(3)]),
     "glu": (lambda x: o.glu(x, axis=0), [normal(4, 3)]),
     "geglu": (o.geglu, [normal(3, 4)]),
@@ -475,6 +480,9 @@ def torch_cases():
         "tanhshrink": F.tanhshrink, "hardshrink": F.hardshrink,
         "softshrink": lambda x: F.softshrink(x, 0.3),
         "threshold": lambda x: F.threshold(x, 0.1, 2.0), "log_sigmoid": F.logsigmoid,
+        "softplus[beta]": lambda x: F.softplus(x, beta=2.5),
+        "softplus[negative_beta]": lambda x: F.softplus(x, beta=-0.7),
+        "softplus[threshold]": lambda x: F.softplus(x, beta=1.5, threshold=1.2),
         "prelu": F.prelu, "glu": lambda x: F.glu(x, dim=0),
         "softmin": lambda x: F.softmin(x, dim=0),
         "concat": lambda a, b: torch.cat([a, b, a[:, :1]], dim=1),

@@ -160,7 +160,13 @@ def _reciprocal(x, y, dy, p):
 
 @_unary("softplus")
 def _softplus(x, y, dy, p):
-    return dy * ops.sigmoid(x)
+    # d/dx log(1 + e**(beta x)) / beta = sigmoid(beta x); 1 where the op returns x (torch's rule)
+    beta, threshold = p.get("beta", 1.0), p.get("threshold", math.inf)
+    t = x if beta == 1.0 else x * beta
+    slope = ops.sigmoid(t)
+    if threshold != math.inf:
+        slope = ops.where(t > threshold, 1.0, slope)
+    return dy * slope
 
 
 # -- binary ----------------------------------------------------------------------------------------
