@@ -16,8 +16,9 @@ summed weights, as torch does (all ignored: NaN). ``label_smoothing`` mixes in
 Distances: ``cosine_similarity(x1, x2, dim=1, eps=1e-8)`` normalizes each by
 ``max(||x||, eps)`` first (torch's current definition); ``pairwise_distance(x1, x2, p, eps)`` is
 ``||x1 - x2 + eps||_p`` over the last axis; ``cdist(x1, x2, p)`` all pairs of rows, [B, P, M] x
-[B, R, M] -> [B, P, R], summed directly (torch's ``cdist`` switches to a matrix product for p = 2
-on large inputs, which is faster and less accurate).
+[B, R, M] -> [B, P, R] (batch axes broadcast), summed directly (torch's ``cdist`` switches to a
+matrix product for p = 2 on large inputs, which is faster and less accurate). Both take torch's
+p = 0 and p = inf too (see ``distance``).
 """
 
 from __future__ import annotations

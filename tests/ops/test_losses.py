@@ -150,8 +150,10 @@ def test_distances():
         c = rand((3, 5, 4), "float64", 7)
         want = (np.abs(a[:, :, None] - c[:, None]) ** p).sum(-1) ** (1 / p)
         assert_close(P.cdist(a, c, p), want)
+    # the batch axes broadcast (torch.cdist's): [3, 6, 4] against [6, 4]
+    assert_close(P.cdist(a, b), np.sqrt(((a[:, :, None] - b[None, None]) ** 2).sum(-1)))
     with pytest.raises(ShapeError, match="batch axes"):
-        P.cdist(a, b)
+        P.cdist(a, rand((2, 6, 4), "float64", 8))
 
 
 CALLS = {

@@ -12,16 +12,24 @@ one-hot mask of the (clamped) targets, ignored samples and the smoothing term, s
 class-weight gradients share one form. Targets are indices (constants).
 
 Distances divide by the distance: where it is 0 the gradient is 0 (PyTorch's choice for norms).
+With p = 0 (a count of nonzero differences) nothing flows back; with p = inf the gradient is
+``sign(d)`` at the entries whose ``|d|`` is the largest, PyTorch's subgradients: ``cdist`` gives
+each tied entry the whole of it, ``pairwise_distance`` (a norm) shares it among the ties.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ... import ops
 from ...frontend import tensor as T
-from . import rule
+from . import Constant, rule
 from .indexing import INDEX
+
+#: The gradient of a p = 0 distance: a count of nonzero differences is piecewise constant.
+COUNT = Constant("with p = 0 it counts nonzero differences, which is piecewise constant")
 
 
 def _pair(c, da):
@@ -185,12 +193,27 @@ def _norm_weight(d, out, dy, p: float):
     return scale * ops.sign(d) * ops.pow(ops.abs(d), p - 1.0)
 
 
+def _at_max(d, axis: int):
+    """1.0 where ``|d|`` is the largest along ``axis`` (every tie), else 0.0; the maximum is
+    taken here from ``d`` itself, so that it matches ``d``'s rounding exactly."""
+    a = ops.abs(d)
+    return (a == a.max(axis=axis, keepdims=True)).astype(d.dtype)
+
+
 @rule("pairwise_distance")
 def _pairwise_distance(c):
     a, b = c.inputs
     rows = a.shape[0]
+    p = c.params["p"]
+    if p == 0:
+        return [COUNT, COUNT]
     d = a - b + c.params["eps"]
-    g = _norm_weight(d, c.y.reshape(rows, 1), c.dy.reshape(rows, 1), c.params["p"])
+    if p == math.inf:       # torch's norm: the ties share the gradient
+        hit = _at_max(d, 1)
+        share = _safe_inverse(hit.sum(axis=1, keepdims=True))
+        g = c.dy.reshape(rows, 1) * share * hit * ops.sign(d)
+        return [g, -g]
+    g = _norm_weight(d, c.y.reshape(rows, 1), c.dy.reshape(rows, 1), p)
     return [g, -g]
 
 
@@ -198,6 +221,8 @@ def _pairwise_distance(c):
 def _cdist(c):
     a, b = c.inputs
     p = c.params["p"]
+    if p == 0:
+        return [COUNT, COUNT]
     bs, pn, m = a.shape
     qn = b.shape[1]
     if p == 2:      # two batched products instead of the [B, P, Q, M] differences
@@ -207,5 +232,8 @@ def _cdist(c):
         db = b * w.sum(axis=1).reshape(bs, qn, 1) - bmm(w.transpose(0, 2, 1), a)
         return [da, db]
     d = a.reshape(bs, pn, 1, m) - b.reshape(bs, 1, qn, m)
-    g = _norm_weight(d, c.y.reshape(bs, pn, qn, 1), c.dy.reshape(bs, pn, qn, 1), p)
+    if p == math.inf:       # torch's cdist: every tie gets the whole gradient
+        g = c.dy.reshape(bs, pn, qn, 1) * _at_max(d, 3) * ops.sign(d)
+    else:
+        g = _norm_weight(d, c.y.reshape(bs, pn, qn, 1), c.dy.reshape(bs, pn, qn, 1), p)
     return [g.sum(axis=2), -g.sum(axis=1)]
