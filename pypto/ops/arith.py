@@ -473,7 +473,8 @@ fmod = _b("fmod", _fmod_direct, _quiet(lambda a, b: np.fmod(a, b)),
 remainder = _b("remainder", _remainder_with(_fmod_direct),
                _quiet(lambda a, b: np.remainder(a, b)),
                "a mod b with the sign of b (Python's % and np.remainder).", dtypes=_DIV_TYPES,
-               make_inputs=_nonzero_divisor, fixup=_recompute_hard_tiles(_remainder_with(_fmod_hard)))
+               make_inputs=_nonzero_divisor,
+               fixup=_recompute_hard_tiles(_remainder_with(_fmod_hard)))
 floor_divide = _b("floor_divide", _floor_divide_with(_fmod_direct),
                   _quiet(lambda a, b: np.floor_divide(a, b)),
                   "floor(a / b) as np.floor_divide (Python's //).", dtypes=_DIV_TYPES,

@@ -215,7 +215,8 @@ def test_refusals_name_the_parameter():
              ({"beta": -math.inf}, "'beta' must be finite"),
              ({"beta": math.nan}, "'beta' must be finite"),
              ({"threshold": math.nan}, "'threshold' must not be NaN"),
-             ({"beta": 1e39}, r"'beta' is 1e\+39, beyond float32's range"), ({"beta": "2"}, "'beta' expects a number"),
+             ({"beta": 1e39}, r"'beta' is 1e\+39, beyond float32's range"),
+             ({"beta": "2"}, "'beta' expects a number"),
              ({"threshold": None}, "'threshold' expects a number")]
     for kw, msg in cases:
         with pytest.raises(ParamError, match=f"softplus: parameter {msg}"):
