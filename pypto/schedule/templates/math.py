@@ -3,8 +3,8 @@
 
 - The broadcasting binary ops and the gated activations (kernel output [R, C]) take the binary
   ops' rows-or-chunks schedule: a 1-D call is one long row (R = 1), which the generic default
-  would run on one core. ``fmod``, ``remainder`` and ``floor_divide`` add their float32 update
-  (the recomputation of tiles with huge quotients).
+  would run on one core. ``fmod``, ``remainder`` and ``floor_divide`` add their update (the
+  recomputation of tiles with huge quotients, float32 and float64 alike).
 - The integer bitwise and shift ops size their parallel tasks in bytes, not elements: 1-byte
   types take the bool ops' schedule (``templates.logical``), 2-byte types tasks of 64 KiB (the
   bytes of MIN_TASK_ELEMS float32 elements); 4 bytes and wider keep the defaults.
@@ -85,7 +85,7 @@ _GRAIN = {"update_grain": (1, 4, 16)}
 @template("remainder", knobs=_GRAIN)
 @template("floor_divide", knobs=_GRAIN)
 def direct_then_hard_tiles(built, dims, lanes, update_grain=1):
-    """Rows-or-chunks for the direct path. float32's update recomputes the flagged tiles: RVar
+    """Rows-or-chunks for the direct path. The update (float32 and float64) recomputes the flagged tiles: RVar
     ``redo$x`` in tiles of HARD_TILE, each a vector loop run only when its flag (``hard_tile``,
     computed just before it as a vectorized max) is set; rows, or runs of tiles of one long row,
     in parallel tasks of about ``update_grain`` x MIN_TASK_ELEMS elements."""
