@@ -11,8 +11,8 @@ input that is broadcast is passed as a stride-0 view when the broadcasting is al
 made dense (a copy the size of the result).
 
 dtypes: float32, float64 and float16 (float16 is computed in float32 and rounded once, as NumPy
-does), and int32 for ``add``, ``sub``, ``mul``, ``maximum``, ``minimum`` and ``where`` (wrapping on
-overflow like NumPy). Both array inputs must have the same dtype: a float32 array with a float64
+does), and int32 and int64 for ``add``, ``sub``, ``mul``, ``maximum``, ``minimum`` and ``where``
+(wrapping on overflow like NumPy). Both array inputs must have the same dtype: a float32 array with a float64
 array is a DtypeError (cast one of them); nothing is promoted silently. Python scalars take the
 dtype NumPy gives them next to the arrays (``add(x32, 2.0)`` is float32; ``add(i32, 2.5)`` is
 float64, as in NumPy). ``where`` takes a bool ``cond``.
@@ -40,7 +40,7 @@ from . import elementwise as _ew
 from ._op import op
 
 FLOATS = ("float32", "float64", "float16")
-WITH_INT = FLOATS + ("int32",)
+WITH_INT = FLOATS + ("int32", "int64")
 _EXAMPLE = {"R": 64, "C": 100}
 #: Rows shorter than this are merged with the axes before them, so that vectors fill up.
 MIN_ROW = 64

@@ -8,8 +8,9 @@ gives the result back in the input's shape. An empty array gives an empty result
 Conventions:
 
 - dtypes: float32, float64 and float16 (float16 is computed in float32 and rounded once at the
-  end, as NumPy does). ``abs``, ``neg``, ``relu``, ``square`` and ``clip`` also take int8, int16
-  and int32, with NumPy's wrap-around (``abs`` of the most negative value is itself).
+  end, as NumPy does). ``abs``, ``neg``, ``relu`` and ``square`` also take int8, int16, int32
+  and int64, ``clip`` int8 to int32, with NumPy's wrap-around (``abs`` of the most negative value
+  is itself).
 - NaN in gives NaN out, and +-inf follow the math (``exp(-inf) = 0``, ``tanh(inf) = 1``,
   ``sin(inf) = nan``). Where a formula would give ``inf * 0`` at an infinite input, the op returns
   its limit: ``silu(-inf) = gelu(-inf) = -0.0``, ``softplus(-inf) = 0``.
@@ -60,6 +61,8 @@ from ._op import Param, op
 
 FLOATS = ("float32", "float64", "float16")
 INTS = ("int8", "int16", "int32")
+#: The integer dtypes of the ops that are exact on int64 too (``clip`` takes its bounds as floats).
+WITH_INT64 = INTS + ("int64",)
 _EXAMPLE = {"N": 1000}
 
 # -- constants and bit-level helpers ---------------------------------------------------------------
@@ -1075,9 +1078,9 @@ def _check_clip(a, given):
 abs = _unary(  # noqa: A001 - the public name
     "abs", _abs, lambda x: np.abs(x),
     "|x|. Integers wrap like NumPy: abs of the most negative value is itself.",
-    dtypes=FLOATS + INTS)
+    dtypes=FLOATS + WITH_INT64)
 neg = _unary("neg", _neg, lambda x: np.negative(x), "-x (integers wrap like NumPy).",
-             dtypes=FLOATS + INTS)
+             dtypes=FLOATS + WITH_INT64)
 exp = _unary("exp", _exp_checked, _quiet(lambda x: np.exp(x)), "e**x.")
 expm1 = _unary("expm1", _expm1_checked, _quiet(lambda x: np.expm1(x)),
                "e**x - 1, accurate near 0.")
@@ -1097,7 +1100,7 @@ cos = _unary("cos", _cos_fast, _quiet(lambda x: np.cos(x)),
 tanh = _unary("tanh", _tanh, lambda x: np.tanh(x), "Hyperbolic tangent.")
 sigmoid = _unary("sigmoid", _sigmoid, _ref_sigmoid, "The logistic function 1 / (1 + e**-x).")
 relu = _unary("relu", _relu, lambda x: np.maximum(x, 0), "max(x, 0); NaN stays NaN.",
-              dtypes=FLOATS + INTS)
+              dtypes=FLOATS + WITH_INT64)
 gelu = _unary(
     "gelu", _gelu, _ref_gelu,
     "x * Phi(x) with Phi the standard normal CDF (approximate='none', through erf), or the "
@@ -1117,7 +1120,7 @@ clip = _unary(
     params=[Param("min", float, None, doc="lower bound (None: none)"),
             Param("max", float, None, doc="upper bound (None: none)")])
 square = _unary("square", _square, lambda x: np.square(x), "x * x (integers wrap like NumPy).",
-                dtypes=FLOATS + INTS)
+                dtypes=FLOATS + WITH_INT64)
 reciprocal = _unary("reciprocal", _reciprocal, _ref_reciprocal, "1 / x.")
 softplus = _unary(
     "softplus", _softplus, _ref_softplus,

@@ -494,7 +494,7 @@ log10 = _un("log10", _log10, _quiet(lambda x: np.log10(x)),
             "Base-10 logarithm; -inf at 0, NaN below 0.", make_inputs=_ew._positive_inputs)
 cbrt = _un("cbrt", _cbrt, lambda x: np.cbrt(x), "Cube root (real, odd: cbrt(-8) = -2).")
 sign = _un("sign", _sign, lambda x: np.sign(x),
-           "-1, 0 or 1 by the sign of x (np.sign); NaN stays NaN.", dtypes=FLOATS + _ew.INTS)
+           "-1, 0 or 1 by the sign of x (np.sign); NaN stays NaN.", dtypes=FLOATS + _ew.WITH_INT64)
 trunc = _un("trunc", hl.trunc, lambda x: np.trunc(x), "x rounded toward zero.")
 deg2rad = _un("deg2rad", _scale(math.pi / 180.0), lambda x: np.deg2rad(x),
               "Degrees to radians (x * pi / 180).")
