@@ -560,25 +560,36 @@ def flip(x, *, dims):
     return out
 
 
+def _shift(value) -> int:
+    """A shift of ``roll``: any int (it is reduced modulo the axis); ParamError otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise ParamError(f"roll: 'shift' must be an int or a sequence of ints, got {value!r}")
+    return operator.index(value)
+
+
 def _roll_frontend(x, shift, axis=None):
     """Rolls elements along ``axis`` (``np.roll``): the element at ``j`` moves to
     ``(j + shift) % n``; ``axis=None`` rolls the flattened array. ``shift`` and ``axis`` may be
-    tuples of the same length."""
+    sequences; they broadcast against each other, and the shifts of a repeated axis add up, as
+    in NumPy. A shift of any size is taken modulo the axis."""
     name = "roll"
     x = as_array(x, name, "x")
     shape = x.shape
     if axis is None:
-        x, pairs = x.reshape(-1), [(0, shift)]
-    else:
-        axes = axis if isinstance(axis, (list, tuple)) else (axis,)
-        shifts = shift if isinstance(shift, (list, tuple)) else (shift,) * len(axes)
-        if len(shifts) != len(axes):
-            raise ParamError(f"roll: 'shift' {shift!r} and 'axis' {axis!r} differ in length")
-        pairs = list(zip(axes, shifts))
+        x, axis = x.reshape(-1), 0
+    seq = (list, tuple, np.ndarray)
+    axes = list(axis) if isinstance(axis, seq) else [axis]
+    shifts = list(np.asarray(shift).ravel()) if isinstance(shift, np.ndarray) else \
+        list(shift) if isinstance(shift, (list, tuple)) else [shift]
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ParamError(f"roll: 'shift' {shift!r} and 'axis' {axis!r} do not broadcast "
+                         f"({len(shifts)} shifts against {len(axes)} axes)")
+    n = max(len(shifts), len(axes))
     total: dict[int, int] = {}
-    for a, s in pairs:
+    for a, s in zip(axes * n if len(axes) == 1 else axes,
+                    shifts * n if len(shifts) == 1 else shifts):
         a = _axis(name, a, x.ndim)
-        total[a] = total.get(a, 0) + _int(name, "shift", s)
+        total[a] = total.get(a, 0) + _shift(s)
     todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
         [(x.ndim - 1, 0)]
     outs = _take_out(roll, [shape], x.dtype)

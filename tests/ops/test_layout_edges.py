@@ -69,3 +69,36 @@ def test_pad_of_a_0d_array_refuses_pads():
         P.pad(np.float32(3), (1, 1))
     with pytest.raises(RuntimeError, match="Padding length"):
         torch.nn.functional.pad(torch.tensor(3.0), (1, 1))
+
+
+# -- roll: shifts as NumPy takes them -------------------------------------------------------------
+
+@pytest.mark.parametrize("shift, axis", [
+    ((1, 2), 1),                  # two shifts of one axis add up
+    ((1, -2, 4), (2, 2, 0)),      # a repeated axis among several
+    (1, (0, 2)),                  # one shift for several axes
+    (2 ** 40, 1),                 # any size, modulo the axis
+    (-(2 ** 70) - 1, 2),
+    (2 ** 40 + 3, None),          # the flattened array
+    ((2, 5), None),
+    (np.array([1, 2]), 2),
+    ([], 0),                      # no shifts: a copy
+    (np.int64(-7), -1),
+])
+def test_roll_takes_shifts_as_numpy_does(shift, axis):
+    want = np.roll(X, shift, axis)
+    _eq(P.roll(X, shift, axis), want)
+    _eq(pypto.jit(lambda t: P.roll(t, shift, axis))(X), want)
+    out = np.empty_like(X)
+    assert P.roll(X, shift, axis, out=out) is out
+    _eq(out, want)
+
+
+def test_roll_refuses_shifts_and_axes_that_do_not_broadcast():
+    with pytest.raises(ValueError):                                   # NumPy's refusal
+        np.roll(X, (1, 2, 3), (0, 1))
+    with pytest.raises(ParamError, match=r"roll: 'shift' \(1, 2, 3\) and 'axis' \(0, 1\) do not "
+                                         r"broadcast \(3 shifts against 2 axes\)"):
+        P.roll(X, (1, 2, 3), (0, 1))
+    with pytest.raises(ParamError, match="roll: 'shift' must be an int"):
+        P.roll(X, 1.5, 0)
