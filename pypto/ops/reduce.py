@@ -3,7 +3,9 @@
 The public functions follow NumPy: ``sum(x, axis=None, keepdims=False)`` where ``axis`` is None
 (every axis), an int (negative counts from the end) or a tuple of distinct ints, and ``keepdims``
 keeps each reduced axis as size 1. ``argmax``/``argmin`` take one int axis or None (None indexes
-the flattened array, in C order).
+the flattened array, in C order). A 0-d array takes axis 0 or -1 and is its own reduction (as
+NumPy's ``sum``, ``prod``, ``max``, ``min``, ``argmax`` and ``argmin`` and all of torch's; NumPy's
+``mean``, ``var`` and ``std`` refuse the axis).
 
 Each op has one kernel on a 2-D array [O, R] that reduces every row over R, giving [O]. The
 public call moves the reduced axes last and flattens them into R and the kept ones into O
@@ -51,25 +53,29 @@ _EXAMPLE = {"O": 16, "R": 100}
 # -- axis handling -------------------------------------------------------------------------------
 
 def _axes(name: str, axis, ndim: int, *, single: bool = False) -> tuple[int, ...]:
-    """The reduced axes as sorted non-negative ints; ParamError for a bad or repeated axis."""
+    """The reduced axes as sorted non-negative ints; ParamError for a bad or repeated axis.
+
+    A 0-d array takes axis 0 or -1 (alone or in a tuple), which reduce nothing: NumPy's sum,
+    prod, max, min, argmax and argmin take them, and torch's reductions all do."""
     if axis is None:
         return tuple(range(ndim))
     if single and isinstance(axis, (tuple, list)):
         raise ParamError(f"{name}: parameter 'axis' must be None or a single int, got {axis!r}")
     items = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    n = max(ndim, 1)
     out = []
     for a in items:
         if isinstance(a, (bool, np.bool_)) or not hasattr(a, "__index__"):
             raise ParamError(f"{name}: parameter 'axis' must be None, an int or a tuple of ints, "
                              f"got {axis!r}")
         a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise ParamError(f"{name}: parameter 'axis' must be in [{-ndim}, {ndim - 1}] for an "
+        if not -n <= a < n:
+            raise ParamError(f"{name}: parameter 'axis' must be in [{-n}, {n - 1}] for an "
                              f"input of rank {ndim}, got {a}")
-        out.append(a % ndim)
+        out.append(a % n)
     if len(set(out)) != len(out):
         raise ParamError(f"{name}: parameter 'axis' repeats an axis: {axis!r} (rank {ndim})")
-    return tuple(sorted(out))
+    return tuple(sorted(out)) if ndim else ()
 
 
 def _reduce_call(the_op, x, axis, keepdims, single=False, **params):

@@ -24,6 +24,8 @@ Kernel form: [O, R, I] (the axes before and after the sorted axis merged, no tra
 
 from __future__ import annotations
 
+import math
+
 import halide as hl
 import numpy as np
 
@@ -32,7 +34,7 @@ from ..runtime import as_array
 from . import elementwise as _ew
 from ._op import Param, op
 from .layout import _axis, _int, _oai
-from .reduce import _key, _unkey
+from .reduce import _axes, _key, _unkey
 
 _FLOATS = ["float32", "float64"]
 _NUM = _FLOATS + ["int32", "int64"]
@@ -257,17 +259,28 @@ def _median_ref(x, axis=None, keepdims=False):
 
 
 def _median_frontend(x, axis=None, keepdims=False):
-    """``np.median`` along one ``axis`` (None: all elements): the middle element, or the mean
-    of the two middle ones; NaN if the reduced elements hold a NaN."""
+    """``np.median`` over ``axis`` (None: all elements; an int or a tuple of ints): the middle
+    element, or the mean of the two middle ones; NaN if the reduced elements hold a NaN. A 0-d
+    array takes axis 0 or -1, as torch's median does (see ``reduce``)."""
     xa = as_array(x, "median", "x")
     if axis is None:
         out = median.kernel(xa.reshape(1, -1, 1), width=_width(xa.size))
         return out.reshape((1,) * xa.ndim if keepdims else ())[()]
-    ax = _axis("median", axis, xa.ndim)
-    out = median.kernel(_oai(xa, ax), width=_width(xa.shape[ax]))
+    axes = _axes("median", axis, xa.ndim)
+    kept = [i for i in range(xa.ndim) if i not in axes]
+    if axes and axes[-1] - axes[0] == len(axes) - 1:
+        # One run of adjacent axes (one axis, most often): [O, R, I] around it, a reshape.
+        a, b = axes[0], axes[-1] + 1
+        s = xa.shape
+        rows = xa.reshape(math.prod(s[:a]), math.prod(s[a:b]), math.prod(s[b:]))
+    else:       # the reduced axes moved last and merged into R: [O, R, 1]
+        moved = xa.transpose(kept + list(axes)) if kept + list(axes) != list(range(xa.ndim)) \
+            else xa
+        rows = moved.reshape(math.prod(xa.shape[i] for i in kept), -1, 1)
+    out = median.kernel(rows, width=_width(rows.shape[1]))
     if keepdims:
-        return out.reshape(xa.shape[:ax] + (1,) + xa.shape[ax + 1:])
-    return out.reshape(xa.shape[:ax] + xa.shape[ax + 1:])
+        return out.reshape(tuple(1 if i in axes else n for i, n in enumerate(xa.shape)))
+    return out.reshape(tuple(xa.shape[i] for i in kept))
 
 
 def _select_bits(keys, dims, k, nbits: int):
