@@ -120,8 +120,10 @@ count_nonzero = _reduction("count_nonzero", _count_nonzero, _count_ref,
 _ORDS = ("1", "2", "inf", "-inf", "0", "p")
 
 
-def _norm_ref(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+def _norm_ref(x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):  # noqa: A002
     x = np.asarray(x)
+    axis = dim if dim is not None else axis
+    keepdims = keepdim if keepdim is not None else keepdims
     a = np.abs(x.astype(np.float64))
     ax = tuple(range(x.ndim)) if axis is None else axis
     if ord in ("fro", 2):
@@ -137,8 +139,23 @@ def _norm_ref(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
     return np.asarray(out).astype(x.dtype)[()]
 
 
-def _norm_frontend(x, ord=2, axis=None, keepdims=False):  # noqa: A002
-    """The vector norm over ``axis`` (``torch.linalg.vector_norm``; ``"fro"`` is 2)."""
+_UNSET = object()
+
+
+def _norm_frontend(x, ord=2, axis=None, keepdims=False, *, dim=_UNSET, keepdim=_UNSET):  # noqa: A002
+    """The vector norm over ``axis`` (``torch.linalg.vector_norm``; ``"fro"`` is 2). torch's
+    names ``dim`` and ``keepdim`` are accepted for ``axis`` and ``keepdims`` (one spelling of
+    each, not both)."""
+    if dim is not _UNSET:
+        if axis is not None:
+            raise ParamError(f"vector_norm: give the axes once, as 'axis' or as torch's 'dim', "
+                             f"not both (got axis={axis!r}, dim={dim!r})")
+        axis = dim
+    if keepdim is not _UNSET:
+        if keepdims is not False:
+            raise ParamError(f"vector_norm: give 'keepdims' or torch's 'keepdim', not both (got "
+                             f"keepdims={keepdims!r}, keepdim={keepdim!r})")
+        keepdims = keepdim
     if ord == "fro":
         ord = 2  # noqa: A001
     if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \

@@ -196,14 +196,17 @@ def argsort(x, *, descending, width, dims):
 
 # -- topk ----------------------------------------------------------------------------------------
 
-def _topk_ref(x, k, dim=-1, largest=True):
+def _topk_ref(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
     idx = np.take(_np_sort_idx(x, dim, largest), np.arange(k), axis=dim)
     return np.take_along_axis(np.asarray(x), idx, dim), idx.astype(np.int64)
 
 
-def _topk_frontend(x, k, dim=-1, largest=True):
+def _topk_frontend(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, like
-    ``torch.topk`` (sorted; ties in input order; NaN counts as largest)."""
+    ``torch.topk`` (sorted; ties in input order; NaN counts as largest). ``sorted=False``
+    allows any order, as in torch; the result is sorted all the same."""
+    if not isinstance(sorted, (bool, np.bool_)):
+        raise ParamError(f"topk: 'sorted' must be a bool, got {sorted!r}")
     xa = as_array(x, "topk", "x")
     if xa.ndim == 0:
         raise ShapeError("topk: x must have at least one axis")
