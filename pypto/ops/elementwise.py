@@ -233,6 +233,20 @@ def _poly(name, z, coeffs):
     return hl.Expr(f[ctx.args])
 
 
+def _fused(name, e):
+    """``e`` as a shared value that is not IEEE-strict (inside ``sharing``), like ``_poly``: its
+    multiply-adds compile to fused ones where the target has them. For steps whose rounding the
+    result does not depend on (a Newton-like step corrected after, a last multiply-add)."""
+    ctx = getattr(_LOCAL, "ctx", None)
+    if ctx is None:
+        return e
+    n = ctx.used.get(name, 0) + 1
+    ctx.used[name] = n
+    f = hl.Func(ctx.prefix + (name if n == 1 else f"{name}{n}"))
+    f[ctx.args] = e
+    return hl.Expr(f[ctx.args])
+
+
 # -- exp, expm1, log, log1p ------------------------------------------------------------------------
 
 # ln 2 split so that k * _LN2_HI is exact for the k that occur.

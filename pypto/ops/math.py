@@ -78,21 +78,6 @@ def _split(v: float, v_lo: float, bits: int) -> tuple[float, float]:
     return hi, (v - hi) + v_lo
 
 
-def _fused(name, e):
-    """``e`` as a shared value that is not IEEE-strict (inside ``sharing``), like
-    ``_ew._poly``: its multiply-adds compile to fused ones where the target has them. For steps
-    whose rounding does not matter to the result (a Newton-like step corrected after, a last
-    multiply-add)."""
-    ctx = getattr(_ew._LOCAL, "ctx", None)
-    if ctx is None:
-        return e
-    n = ctx.used.get(name, 0) + 1
-    ctx.used[name] = n
-    f = hl.Func(ctx.prefix + (name if n == 1 else f"{name}{n}"))
-    f[ctx.args] = e
-    return hl.Expr(f[ctx.args])
-
-
 # -- atan and friends ------------------------------------------------------------------------------
 
 _TAN_PI8 = math.tan(math.pi / 8)
@@ -201,7 +186,7 @@ def _sinh(x):
     b = x.type().bits()
     a = _let("sinh_abs", _ew._fabs(x))
     z = _let("sinh_z", a * a)
-    small = _fused("sinh_small", a + (a * z) * _ew._poly("sinh_poly", z, _SINH_POLY[b]))
+    small = _ew._fused("sinh_small", a + (a * z) * _ew._poly("sinh_poly", z, _SINH_POLY[b]))
     h = _exp_half(a)
     res = hl.select(a < _k(x, 1.0), small, h - _k(x, 0.25) / h)
     return hl.select(_ew._is_nan(x), x, _ew._flipsign(res, x))
@@ -385,7 +370,7 @@ def _cbrt_parts(a):
     mant = 23 if b == 32 else 52
     y0 = _let("cbrt_y0", hl.reinterpret(a.type(), third + hl.cast(ut, _CBRT_K[b] - (1 << mant))))
     c0 = y0 * y0 * y0
-    ratio = _fused("cbrt_halley", (c0 + s8 * _k(a, 2.0)) / (c0 * _k(a, 2.0) + s8))
+    ratio = _ew._fused("cbrt_halley", (c0 + s8 * _k(a, 2.0)) / (c0 * _k(a, 2.0) + s8))
     y1 = _let("cbrt_y1", y0 * ratio)
     drop = mant + 1 - (8 if b == 32 else 17)
     half_ulp, low = hl.cast(ut, 1 << (drop - 1)), hl.cast(ut, (1 << drop) - 1)
@@ -394,7 +379,7 @@ def _cbrt_parts(a):
     h3 = _let("cbrt_h3", yh * yh * yh)
     u = _let("cbrt_u", (h3 - s8) / h3)
     series = [1 / 3, 1 / 9, 5 / 81, 10 / 243]
-    y = _fused("cbrt_y", yh - (yh * u) * _ew._poly("cbrt_series", u, series))
+    y = _ew._fused("cbrt_y", yh - (yh * u) * _ew._poly("cbrt_series", u, series))
     return y * hl.select(tiny, _k(a, 2.0 ** (-15 if b == 32 else -35)), _k(a, 2.0))
 
 
