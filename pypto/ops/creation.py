@@ -19,6 +19,7 @@ and in float64, rounded once, for floats; its length is ``ceil((stop - start) / 
 from __future__ import annotations
 
 import math
+import operator
 
 import halide as hl
 import numpy as np
@@ -42,7 +43,11 @@ def _tri_frontend(the_op):
             raise ShapeError(f"{the_op.name}: x must have at least 2 axes [..., M, N], got "
                              f"shape {x.shape}")
         m, n = x.shape[-2:]
-        out = the_op.kernel(x.reshape(-1, m, n), k=_int(the_op.name, "k", k))
+        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__"):
+            raise ParamError(f"{the_op.name}: 'k' must be an int, got {k!r}")
+        # Any offset, as NumPy takes: past -M or N every element or none is kept.
+        k = min(max(operator.index(k), -m), n)
+        out = the_op.kernel(x.reshape(-1, m, n), k=k)
         return out.reshape(x.shape)
     return frontend
 

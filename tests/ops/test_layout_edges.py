@@ -102,3 +102,16 @@ def test_roll_refuses_shifts_and_axes_that_do_not_broadcast():
         P.roll(X, (1, 2, 3), (0, 1))
     with pytest.raises(ParamError, match="roll: 'shift' must be an int"):
         P.roll(X, 1.5, 0)
+
+
+@pytest.mark.parametrize("k", [2**31, -2**31, 2**62, -(2**62), -5, 4, 3, -3, np.int64(1)])
+def test_tril_and_triu_take_any_offset_like_numpy(k):
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(pypto.ops.tril(x, k), np.tril(x, k))
+    np.testing.assert_array_equal(pypto.ops.triu(x, k), np.triu(x, k))
+
+
+@pytest.mark.parametrize("k", [1.0, True, "1"])
+def test_tril_refuses_an_offset_that_is_not_an_int(k):
+    with pytest.raises(pypto.ParamError, match="'k' must be an int"):
+        pypto.ops.tril(np.ones((2, 2)), k)
