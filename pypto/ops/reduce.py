@@ -19,8 +19,9 @@ Conventions:
   block of the row (:func:`_float_sum`), so a float32 rounding covers at most ``GROUP``
   elements. ``prod`` multiplies in the input type (float32 overflows like NumPy's float32
   product).
-- int32 input: ``sum`` and ``prod`` give int64 and ``max``/``min`` give int32 (NumPy's result
-  dtypes on 64-bit Linux); ``argmax``/``argmin`` always give int64.
+- int32 and int64 input: ``sum`` and ``prod`` give int64 (wrapping on overflow, as NumPy's do)
+  and ``max``/``min`` the input's dtype (NumPy's result dtypes on 64-bit Linux);
+  ``argmax``/``argmin`` always give int64.
 - NaN: ``max``/``min``/``logsumexp`` of a row holding a NaN are NaN; ``argmax``/``argmin`` return
   the index of the first NaN; otherwise the first index of the extreme value (-0.0 equals 0.0).
 - ``var``/``std`` use two passes (the mean, then the squared deviations) and divide by
@@ -46,7 +47,7 @@ from ._op import Param, op
 from .elementwise import kernel_exp
 
 _FLOATS = ["float32", "float64"]
-_WITH_INT = ["float32", "float64", "int32"]
+_WITH_INT = ["float32", "float64", "int32", "int64"]
 _EXAMPLE = {"O": 16, "R": 100}
 
 
@@ -639,6 +640,13 @@ def _arg_extreme(x, dims, largest: bool):
     best = _extreme(x, dims, "best", largest)
     o, k = hl.Var("o"), _rdom(dims)
     v = x[k, o]
+    first = hl.Func("first")
+    first[o] = hl.cast(hl.Int(32), dims.R)
+    out = hl.Func("out")
+    if not t.is_float():                                # int64: the first index equal to it
+        first[o] = hl.min(first[o], hl.select(v == best[o], k, dims.R))
+        out[o] = hl.cast(hl.Int(64), first[o])
+        return out
     # Per row, on the bits (a float comparison with a NaN is not safe: the compiler may fold one
     # it assumes has no NaN operand): the pattern sought, under a mask that drops the sign when
     # the extreme is a zero (-0.0 equals 0.0), and the magnitude above which an element counts
@@ -653,10 +661,7 @@ def _arg_extreme(x, dims, largest: bool):
     sought = hl.select(nan, _magnitude_mask(t), m_bits & mask)
     limit = hl.select(nan, _inf_bits(t), it.max())
     hit = ((hl.reinterpret(it, v) & mask) == sought) | (_magnitude(v) > limit)
-    first = hl.Func("first")
-    first[o] = hl.cast(hl.Int(32), dims.R)
     first[o] = hl.min(first[o], hl.select(hit, k, dims.R))
-    out = hl.Func("out")
     out[o] = hl.cast(hl.Int(64), first[o])
     return out
 

@@ -72,3 +72,24 @@ def test_torch_agrees_on_int64():
     np.testing.assert_array_equal(P.mul(a, b), (ta * tb).numpy())
     np.testing.assert_array_equal(P.sub(a, b), (ta - tb).numpy())
     np.testing.assert_array_equal(P.maximum(a, b), torch.maximum(ta, tb).numpy())
+
+
+REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "argmax": np.argmax,
+          "argmin": np.argmin}
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (5, 1000), (300, 7), (3, 4, 5)], ids=str)
+@pytest.mark.parametrize("name", sorted(REDUCE))
+def test_int64_reductions_match_numpy_over_every_axis(name, shape):
+    x = RNG.integers(-2**62, 2**62, shape, dtype=np.int64)
+    x.flat[0] = LO
+    x.flat[-1] = x.flat[len(x.flat) // 2]           # a tie for the arg reductions
+    axes = [None, *range(len(shape))]
+    if len(shape) > 1 and not name.startswith("arg"):
+        axes.append((0, len(shape) - 1))
+    for ax in axes:
+        with np.errstate(over="ignore"):
+            want = REDUCE[name](x, axis=ax)
+        got = getattr(P, name)(x, axis=ax)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, (name, ax)
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} axis={ax}")
