@@ -76,3 +76,13 @@ def test_all_ignored_samples_give_nan_without_a_warning(name):
     torch = pytest.importorskip("torch")
     want = getattr(torch.nn.functional, name)(torch.tensor(x), torch.tensor(t))
     assert torch.isnan(want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_binary_cross_entropy_gradient_is_nan_where_the_loss_is(dtype):
+    x = np.array([0.3, 1.5, -0.5, np.nan, 0.7], dtype)
+    t = np.array([1, 1, 0, 1, 0], dtype)
+    g = pypto.grad(lambda a: P.binary_cross_entropy(a, t, reduction="none").sum())(x)
+    np.testing.assert_array_equal(np.isnan(g), [False, True, True, True, False])
+    # inside: d/dx -(t log x + (1 - t) log(1 - x)) = -t / x + (1 - t) / (1 - x)
+    np.testing.assert_allclose(g[[0, 4]], [-1 / 0.3, 1 / 0.3], rtol=1e-6)

@@ -4,7 +4,8 @@ The elementwise losses see [R, C] per-element losses (their reductions are ``sum
 with rules of their own); the gradients are PyTorch's, kinks included: ``l1_loss`` passes 0 at
 ``input == target``, ``smooth_l1_loss``/``huber_loss`` take the quadratic side at ``|d| <
 beta`` / ``|d| <= delta``, ``kl_div`` passes nothing to a zero target's entry, and
-``binary_cross_entropy`` differentiates its clamped logs (nothing through a log clamped at -100).
+``binary_cross_entropy`` differentiates its clamped logs (nothing through a log clamped at -100);
+an input outside [0, 1] or NaN makes its loss and gradients NaN.
 
 ``cross_entropy``/``nll_loss`` give two outputs, the per-sample loss and its weight
 ``w[target]``; the rule writes the loss as ``-sum_c A[n, c] log p[n, c]`` with ``A`` built from a
@@ -88,6 +89,8 @@ def _bce(c):
     inv_x = ops.where(log_x > -100.0, 1.0 / ops.where(x > 0, x, 1.0), 0.0)
     inv_1x = ops.where(log_1x > -100.0, 1.0 / ops.where(x < 1, 1.0 - x, 1.0), 0.0)
     dx = -w * (t * inv_x - (1.0 - t) * inv_1x) * dy
+    # x outside [0, 1] or NaN: the loss is NaN (a NaN log), and so is every gradient
+    dx = ops.where(ops.isnan(log_x + log_1x), float("nan"), dx)
     dt = -w * (log_x - log_1x) * dy
     dw = -(t * log_x + (1.0 - t) * log_1x) * dy
     return [dx, dt, dw]
