@@ -22,6 +22,39 @@ def assert_close(got, want, dtype=None, *, rtol=None, atol=None, err_msg=""):
         np.testing.assert_array_equal(got, want, err_msg=err_msg)
 
 
+def assert_same(got, want):
+    """Asserts ``got`` equals ``want`` exactly: shape, dtype and every value."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def assert_template_knobs_exact(names, dtype: str, a, b, dims):
+    """Every value of each op's ``update_grain`` template knob gives NumPy's result, bit for bit
+    (the tuner's plan for the fmod family is their template)."""
+    import pypto
+    from pypto.compiler import targets
+    from pypto.compiler.jit import compile_built
+    from pypto.compiler.lower import build
+    from pypto.runtime import run_kernel
+    from pypto.schedule.defaults import template_knobs, template_schedule, vector_lanes
+    from pypto.schedule.schedule import Schedule
+
+    for name in names:
+        op = pypto.get_op(name)
+        with np.errstate(all="ignore"):
+            want = getattr(np, name)(a, b)
+        for grain in template_knobs(name)["update_grain"]:
+            built = build(op, (dtype, dtype), {})
+            ds = template_schedule(built, dims, vector_lanes(targets.host(), dtype),
+                                   {"update_grain": grain})
+            k = compile_built(built, Schedule(op=name, directives=tuple(ds)), targets.host(),
+                              source="template")
+            np.testing.assert_array_equal(run_kernel(k, op, [a, b], dims)[0], want,
+                                          err_msg=f"{name} grain {grain}")
+
+
 def rand(shape, dtype="float32", seed=0, low=-1.0, high=1.0):
     """Deterministic random data of a dtype (integers span the dtype's small range)."""
     rng = np.random.default_rng(seed)

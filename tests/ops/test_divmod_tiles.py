@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_template_knobs_exact
 
 import pypto.ops as P
 from pypto.ops.arith import DIRECT_QUOTIENT, HARD_TILE
@@ -91,25 +92,6 @@ def test_every_element_hard_and_broadcast_divisor():
 @pytest.mark.parametrize("dims", [{"R": 1, "C": 70000}, {"R": 40, "C": 2000}])
 def test_every_template_knob_value_is_exact(dims):
     """The tuner's plan for these ops is their template (its knob sets the update's tasks)."""
-    import pypto
-    from pypto.compiler import targets
-    from pypto.compiler.jit import compile_built
-    from pypto.compiler.lower import build
-    from pypto.runtime import run_kernel
-    from pypto.schedule.defaults import template_knobs, template_schedule, vector_lanes
-    from pypto.schedule.schedule import Schedule
-
     a, b = _easy((dims["R"], dims["C"]))
     _make_hard(a, b, (np.array([0, dims["R"] - 1]), np.array([3, dims["C"] - 1])))
-    for name in OPS:
-        op = pypto.get_op(name)
-        with np.errstate(all="ignore"):
-            want = getattr(np, name)(a, b)
-        for grain in template_knobs(name)["update_grain"]:
-            built = build(op, ("float32", "float32"), {})
-            ds = template_schedule(built, dims, vector_lanes(targets.host(), "float32"),
-                                   {"update_grain": grain})
-            k = compile_built(built, Schedule(op=name, directives=tuple(ds)), targets.host(),
-                              source="template")
-            np.testing.assert_array_equal(run_kernel(k, op, [a, b], dims)[0], want,
-                                          err_msg=f"{name} grain {grain}")
+    assert_template_knobs_exact(OPS, "float32", a, b, dims)

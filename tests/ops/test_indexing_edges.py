@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_same
 
 import pypto
 import pypto.ops as P
 from pypto.errors import ParamError, ShapeError
-
-
-def _eq(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
 
 
 def _torch():
@@ -38,8 +32,8 @@ GATHER_0D = [  # (x, dim, index): a 0-d x or index against a 0-d or 1-D other
 def test_gather_of_0d_arrays_agrees_with_torch(x, dim, index):
     torch = _torch()
     want = torch.gather(torch.tensor(x), dim, torch.tensor(index, dtype=torch.int64)).numpy()
-    _eq(P.gather(x, dim, index), want)
-    _eq(pypto.jit(lambda a: P.gather(a, dim, index))(x), want)
+    assert_same(P.gather(x, dim, index), want)
+    assert_same(pypto.jit(lambda a: P.gather(a, dim, index))(x), want)
 
 
 def test_gather_of_0d_arrays_refuses_what_torch_refuses():
@@ -73,8 +67,8 @@ SELECT_0D = [
 def test_index_select_of_0d_arrays_agrees_with_torch(x, dim, index):
     torch = _torch()
     want = torch.index_select(torch.tensor(x), dim, torch.tensor(index)).numpy()
-    _eq(P.index_select(x, dim, index), want)
-    _eq(pypto.jit(lambda a: P.index_select(a, dim, index))(x), want)
+    assert_same(P.index_select(x, dim, index), want)
+    assert_same(pypto.jit(lambda a: P.index_select(a, dim, index))(x), want)
 
 
 def test_index_select_of_a_0d_x_takes_one_index():
@@ -97,10 +91,10 @@ X = np.arange(12, dtype=np.float32).reshape(3, 4)
 @pytest.mark.parametrize("idx", [np.array([0, 11, -1, 5]), np.array([3], np.int32)])
 def test_take_along_axis_with_axis_none_flattens_like_numpy(idx):
     want = np.take_along_axis(X, idx, axis=None)
-    _eq(P.take_along_axis(X, idx, None), want)
-    _eq(P.take_along_axis(X, idx, axis=None), want)
-    _eq(pypto.jit(lambda a: P.take_along_axis(a, idx, None))(X), want)
-    _eq(P.take_along_axis(np.float32(4), np.array([0, -1]), None), np.array([4, 4], np.float32))
+    assert_same(P.take_along_axis(X, idx, None), want)
+    assert_same(P.take_along_axis(X, idx, axis=None), want)
+    assert_same(pypto.jit(lambda a: P.take_along_axis(a, idx, None))(X), want)
+    assert_same(P.take_along_axis(np.float32(4), np.array([0, -1]), None), np.array([4, 4], np.float32))
 
 
 def test_take_along_axis_with_axis_none_needs_1d_indices():
@@ -132,15 +126,15 @@ def test_take_along_axis_with_shapes_that_do_not_broadcast_is_a_shape_error():
         pypto.jit(lambda a: P.take_along_axis(a, idx, 0))(x)
     # the axes that do broadcast still do
     idx2 = np.array([[[0], [2]]])                                     # (1, 2, 1) against (3, 4, 5)
-    _eq(P.take_along_axis(x + np.arange(60).reshape(3, 4, 5), idx2, 1),
+    assert_same(P.take_along_axis(x + np.arange(60).reshape(3, 4, 5), idx2, 1),
         np.take_along_axis(x + np.arange(60).reshape(3, 4, 5), idx2, 1))
 
 
 def test_gradients_through_the_0d_and_flattened_forms():
     _, vjp = pypto.vjp(lambda a: P.gather(a, 0, np.array([0, 0])), np.float32(3))
-    _eq(vjp(np.ones(2, np.float32))[0], np.float32(2))
+    assert_same(vjp(np.ones(2, np.float32))[0], np.float32(2))
     _, vjp = pypto.vjp(lambda a: P.index_select(a, 0, np.int64(0)) * 2.0, np.float32(3))
-    _eq(vjp(np.float32(1))[0], np.float32(2))
+    assert_same(vjp(np.float32(1))[0], np.float32(2))
     x = np.arange(6.0).reshape(2, 3)
     _, vjp = pypto.vjp(lambda a: P.take_along_axis(a, np.array([0, 5, -1]), None), x)
-    _eq(vjp(np.ones(3))[0], np.array([[1.0, 0, 0], [0, 0, 2]]))
+    assert_same(vjp(np.ones(3))[0], np.array([[1.0, 0, 0], [0, 0, 2]]))

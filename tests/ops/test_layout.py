@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rand
+from helpers import assert_same, rand
 
 import pypto
 import pypto.ops as P
@@ -18,29 +18,22 @@ RNG = np.random.default_rng(3)
 X = RNG.standard_normal((3, 4, 5)).astype(np.float32)
 
 
-def _eq(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
-
-
 # -- layout --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 def test_concat_and_stack_along_every_axis(dtype):
     a, b, c = rand((2, 3, 4), dtype, 1), rand((2, 3, 4), dtype, 2), rand((2, 3, 4), dtype, 3)
     for axis in (0, 1, -1):
-        _eq(P.concat([a, b, c], axis=axis), np.concatenate([a, b, c], axis=axis))
-        _eq(P.stack([a, b, c], axis=axis), np.stack([a, b, c], axis=axis))
-    _eq(P.concat([a, b], axis=None), np.concatenate([a.ravel(), b.ravel()]))
-    _eq(P.stack([a], axis=3), a[..., None])
+        assert_same(P.concat([a, b, c], axis=axis), np.concatenate([a, b, c], axis=axis))
+        assert_same(P.stack([a, b, c], axis=axis), np.stack([a, b, c], axis=axis))
+    assert_same(P.concat([a, b], axis=None), np.concatenate([a.ravel(), b.ravel()]))
+    assert_same(P.stack([a], axis=3), a[..., None])
 
 
 def test_concat_of_one_element_and_odd_sizes():
     a, b = rand((1, 1)), rand((1, 127), seed=1)
-    _eq(P.concat([a, b], axis=1), np.hstack([a, b]))
-    _eq(P.concat([rand((1000,))] * 5), np.concatenate([rand((1000,))] * 5))
+    assert_same(P.concat([a, b], axis=1), np.hstack([a, b]))
+    assert_same(P.concat([rand((1000,))] * 5), np.concatenate([rand((1000,))] * 5))
 
 
 def test_concat_and_stack_errors():
@@ -57,11 +50,11 @@ def test_concat_and_stack_errors():
 def test_split_like_numpy():
     x = rand((6, 7), "int32")
     for got, want in zip(P.split(x, 3), np.split(x, 3)):
-        _eq(got, want)
+        assert_same(got, want)
     got = P.split(x, [2, 5], axis=1)
     assert isinstance(got, tuple) and len(got) == 3
     for g, w in zip(got, np.split(x, [2, 5], axis=1)):
-        _eq(g, w)
+        assert_same(g, w)
     with pytest.raises(ParamError, match="do not divide"):
         P.split(x, 4)
 
@@ -72,7 +65,7 @@ def test_pad_modes_match_numpy(mode):
     np_mode = {"replicate": "edge", "circular": "wrap"}.get(mode, mode)
     kw = {"constant_values": 1.5} if mode == "constant" else {}
     want = np.pad(x, ((0, 0), (2, 1), (3, 4)), mode=np_mode, **kw)
-    _eq(P.pad(x, (3, 4, 2, 1), mode=mode, value=1.5), want)
+    assert_same(P.pad(x, (3, 4, 2, 1), mode=mode, value=1.5), want)
 
 
 def test_pad_agrees_with_torch_and_refuses_bad_pads():
@@ -80,7 +73,7 @@ def test_pad_agrees_with_torch_and_refuses_bad_pads():
     x = rand((1, 2, 4, 6))
     for mode in ("reflect", "replicate", "circular"):
         want = torch.nn.functional.pad(torch.from_numpy(x), (1, 2, 3, 0), mode=mode).numpy()
-        _eq(P.pad(x, (1, 2, 3, 0), mode=mode), want)
+        assert_same(P.pad(x, (1, 2, 3, 0), mode=mode), want)
     with pytest.raises(ParamError, match="smaller than the axis"):
         P.pad(x, (6, 0), mode="reflect")
     with pytest.raises(ParamError, match=">= 0"):
@@ -91,15 +84,15 @@ def test_pad_agrees_with_torch_and_refuses_bad_pads():
 
 def test_tile_repeat_flip_roll_like_numpy():
     x = rand((3, 1, 4), "int32")
-    _eq(P.tile(x, (2, 3, 1)), np.tile(x, (2, 3, 1)))
-    _eq(P.tile(x, (2, 1, 1, 2)), np.tile(x, (2, 1, 1, 2)))
-    _eq(P.repeat(x, 3, axis=2), np.repeat(x, 3, axis=2))
-    _eq(P.repeat(x, 2), np.repeat(x, 2))
+    assert_same(P.tile(x, (2, 3, 1)), np.tile(x, (2, 3, 1)))
+    assert_same(P.tile(x, (2, 1, 1, 2)), np.tile(x, (2, 1, 1, 2)))
+    assert_same(P.repeat(x, 3, axis=2), np.repeat(x, 3, axis=2))
+    assert_same(P.repeat(x, 2), np.repeat(x, 2))
     for axis in (None, 0, (0, 2), (1, 2)):
-        _eq(P.flip(x, axis), np.flip(x, axis))
-    _eq(P.roll(x, 5), np.roll(x, 5))
-    _eq(P.roll(x, (-1, 7), axis=(0, 2)), np.roll(x, (-1, 7), axis=(0, 2)))
-    _eq(P.roll(x, 3, axis=0), np.roll(x, 3, axis=0))
+        assert_same(P.flip(x, axis), np.flip(x, axis))
+    assert_same(P.roll(x, 5), np.roll(x, 5))
+    assert_same(P.roll(x, (-1, 7), axis=(0, 2)), np.roll(x, (-1, 7), axis=(0, 2)))
+    assert_same(P.roll(x, 3, axis=0), np.roll(x, 3, axis=0))
 
 
 # -- creation ------------------------------------------------------------------------------------
@@ -107,20 +100,20 @@ def test_tile_repeat_flip_roll_like_numpy():
 @pytest.mark.parametrize("k", [0, 2, -1])
 def test_tril_triu_diag_diagonal(k):
     x = rand((2, 4, 6), "float64")
-    _eq(P.tril(x, k), np.tril(x, k))
-    _eq(P.triu(x, k), np.triu(x, k))
+    assert_same(P.tril(x, k), np.tril(x, k))
+    assert_same(P.triu(x, k), np.triu(x, k))
     v = rand((5,), "int32")
-    _eq(P.diag(v, k), np.diag(v, k))
-    _eq(P.diag(x[0], k), np.diag(x[0], k))
-    _eq(P.diagonal(x, k, 1, 2), np.diagonal(x, k, 1, 2))
-    _eq(P.diagonal(x, k, 2, 1), np.diagonal(x, k, 2, 1))
+    assert_same(P.diag(v, k), np.diag(v, k))
+    assert_same(P.diag(x[0], k), np.diag(x[0], k))
+    assert_same(P.diagonal(x, k, 1, 2), np.diagonal(x, k, 1, 2))
+    assert_same(P.diagonal(x, k, 2, 1), np.diagonal(x, k, 2, 1))
 
 
 def test_eye_and_arange():
-    _eq(P.eye(3, 5, 1), np.eye(3, 5, 1, dtype=np.float32))
-    _eq(P.eye(4, dtype="int64"), np.eye(4, dtype=np.int64))
-    _eq(P.arange(7), np.arange(7))
-    _eq(P.arange(10, -3, -4), np.arange(10, -3, -4))
+    assert_same(P.eye(3, 5, 1), np.eye(3, 5, 1, dtype=np.float32))
+    assert_same(P.eye(4, dtype="int64"), np.eye(4, dtype=np.int64))
+    assert_same(P.arange(7), np.arange(7))
+    assert_same(P.arange(10, -3, -4), np.arange(10, -3, -4))
     got, want = P.arange(0.5, 3.0, 0.25), np.arange(0.5, 3.0, 0.25)
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-15)
@@ -138,32 +131,32 @@ def test_eye_and_arange():
 def test_gather_family(idt):
     x = rand((3, 6, 4), "float64")
     idx = RNG.integers(-6, 6, (3, 2, 4)).astype(idt)
-    _eq(P.take_along_axis(x, idx, 1), np.take_along_axis(x, idx.astype(np.int64), 1))
+    assert_same(P.take_along_axis(x, idx, 1), np.take_along_axis(x, idx.astype(np.int64), 1))
     pos = RNG.integers(0, 6, (2, 5, 3)).astype(idt)
     want = np.empty((2, 5, 3))
     for i in range(2):
         for j in range(5):
             for k in range(3):
                 want[i, j, k] = x[i, pos[i, j, k], k]      # torch.gather's definition
-    _eq(P.gather(x, 1, pos), want)
+    assert_same(P.gather(x, 1, pos), want)
     sel = np.array([5, 0, 0, 3], idt)
-    _eq(P.index_select(x, 1, sel), x[:, [5, 0, 0, 3]])
-    _eq(P.index_select(x, 2, sel[1:]), x[:, :, [0, 0, 3]])
+    assert_same(P.index_select(x, 1, sel), x[:, [5, 0, 0, 3]])
+    assert_same(P.index_select(x, 2, sel[1:]), x[:, :, [0, 0, 3]])
 
 
 def test_embedding_one_hot_sequence_mask():
     w = rand((10, 3))
     ids = np.array([[1, 9], [0, 1]])
-    _eq(P.embedding(ids, w, padding_idx=0), w[ids])
+    assert_same(P.embedding(ids, w, padding_idx=0), w[ids])
     oh = np.zeros((2, 2, 10), np.int64)
     for (i, j), v in np.ndenumerate(ids):
         oh[i, j, v] = 1
-    _eq(P.one_hot(ids, 10), oh)
-    _eq(P.one_hot(np.array([2, 0])), np.array([[0, 0, 1], [1, 0, 0]]))
+    assert_same(P.one_hot(ids, 10), oh)
+    assert_same(P.one_hot(np.array([2, 0])), np.array([[0, 0, 1], [1, 0, 0]]))
     lengths = np.array([0, 3, 5])
     want = np.array([[j < n for j in range(4)] for n in lengths])
-    _eq(P.sequence_mask(lengths, 4), want)
-    _eq(P.sequence_mask(lengths), np.array([[j < n for j in range(5)] for n in lengths]))
+    assert_same(P.sequence_mask(lengths, 4), want)
+    assert_same(P.sequence_mask(lengths), np.array([[j < n for j in range(5)] for n in lengths]))
 
 
 def test_scatter_add_adds_duplicates():
@@ -181,7 +174,7 @@ def test_scatter_add_adds_duplicates():
 def test_masked_fill_broadcasts_the_mask():
     x = rand((3, 4), "int32")
     mask = np.array([True, False, False, True])
-    _eq(P.masked_fill(x, mask, 7), np.where(mask, np.int32(7), x))
+    assert_same(P.masked_fill(x, mask, 7), np.where(mask, np.int32(7), x))
     with pytest.raises(DtypeError, match="bool"):
         P.masked_fill(x, mask.astype(np.int32), 1)
 
@@ -192,9 +185,9 @@ def test_masked_fill_and_pad_store_non_finite_fills_of_floats(dtype, value):
     # -inf is the usual fill of masked attention scores (and of max pooling's padding)
     x = rand((3, 5), dtype)
     mask = np.array([[True, False, False, True, False]] * 3)
-    _eq(P.masked_fill(x, mask, value), np.where(mask, np.asarray(value, dtype), x))
+    assert_same(P.masked_fill(x, mask, value), np.where(mask, np.asarray(value, dtype), x))
     want = np.pad(x, ((1, 2), (0, 1)), constant_values=value)
-    _eq(P.pad(x, (0, 1, 1, 2), value=value), want)
+    assert_same(P.pad(x, (0, 1, 1, 2), value=value), want)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
@@ -211,7 +204,7 @@ def test_a_non_finite_fill_of_an_integer_array_is_a_param_error(dtype, value):
 def test_an_integer_fill_past_float64s_exact_range_is_refused():
     x = np.zeros(3, np.int64)
     mask = np.array([True, False, True])
-    _eq(P.masked_fill(x, mask, 2 ** 53), np.where(mask, np.int64(2 ** 53), x))
+    assert_same(P.masked_fill(x, mask, 2 ** 53), np.where(mask, np.int64(2 ** 53), x))
     with pytest.raises(ParamError, match=r"masked_fill: value 9007199254740993 has no exact "
                                          r"float64 form"):
         P.masked_fill(x, mask, 2 ** 53 + 1)       # it was written as 2**53
@@ -285,4 +278,4 @@ def test_public_call_runs_traced(name):
     got = pypto.jit(fn)(X)
     for g, w in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,)):
-        _eq(g, w)
+        assert_same(g, w)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_same
 
 import pypto
 import pypto.ops as P
@@ -13,36 +14,29 @@ from pypto.errors import ParamError
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
 
-def _eq(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
-
-
 # -- flip with no axes -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("axis", [(), []])
 def test_flip_of_no_axes_is_the_identity_everywhere(axis):
     want = X.copy()                 # np.flip(X, ()) is X itself
-    _eq(P.flip(X, axis), want)
+    assert_same(P.flip(X, axis), want)
     out = np.full_like(X, -1)
     assert P.flip(X, axis, out=out) is out
-    _eq(out, want)
-    _eq(pypto.jit(lambda t: P.flip(t, axis))(X), want)
-    _eq(pypto.jit(lambda t: P.flip(t * 1, axis))(X), want)
+    assert_same(out, want)
+    assert_same(pypto.jit(lambda t: P.flip(t, axis))(X), want)
+    assert_same(pypto.jit(lambda t: P.flip(t * 1, axis))(X), want)
 
 
 def test_flip_of_no_axes_passes_the_gradient_through():
     w = np.arange(24, dtype=np.float32).reshape(X.shape)
     _, vjp = pypto.vjp(lambda t: P.flip(t, ()) * w, X)
-    _eq(vjp(np.ones_like(X))[0], w)
+    assert_same(vjp(np.ones_like(X))[0], w)
 
 
 def test_flip_of_no_axes_of_a_scalar_and_of_ints():
-    _eq(P.flip(np.float32(3), (), out=np.empty((), np.float32)), np.float32(3))
+    assert_same(P.flip(np.float32(3), (), out=np.empty((), np.float32)), np.float32(3))
     xi = np.arange(5, dtype=np.int64)
-    _eq(pypto.jit(lambda t: P.flip(t, ()))(xi), xi)
+    assert_same(pypto.jit(lambda t: P.flip(t, ()))(xi), xi)
 
 
 # -- pad of a 0-d array ----------------------------------------------------------------------------
@@ -51,16 +45,16 @@ def test_flip_of_no_axes_of_a_scalar_and_of_ints():
 def test_pad_of_a_0d_array_with_no_pads_is_a_copy_as_in_torch(pad):
     torch = pytest.importorskip("torch")
     want = torch.nn.functional.pad(torch.tensor(3.0), pad).numpy()
-    _eq(P.pad(np.float32(3), pad), want)
-    _eq(pypto.jit(lambda t: P.pad(t, pad))(np.float32(3)), want)
-    _eq(P.pad(np.int64(-4), pad, value=7), np.int64(-4))
+    assert_same(P.pad(np.float32(3), pad), want)
+    assert_same(pypto.jit(lambda t: P.pad(t, pad))(np.float32(3)), want)
+    assert_same(P.pad(np.int64(-4), pad, value=7), np.int64(-4))
 
 
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_pad_of_a_0d_array_with_no_pads_in_other_modes_is_a_copy(mode):
     # torch refuses these modes for a 0-d input; no pads reverse or repeat nothing, so PyPTO
     # gives the copy of constant mode
-    _eq(P.pad(np.float64(2.5), (), mode=mode), np.float64(2.5))
+    assert_same(P.pad(np.float64(2.5), (), mode=mode), np.float64(2.5))
 
 
 def test_pad_of_a_0d_array_refuses_pads():
@@ -87,11 +81,11 @@ def test_pad_of_a_0d_array_refuses_pads():
 ])
 def test_roll_takes_shifts_as_numpy_does(shift, axis):
     want = np.roll(X, shift, axis)
-    _eq(P.roll(X, shift, axis), want)
-    _eq(pypto.jit(lambda t: P.roll(t, shift, axis))(X), want)
+    assert_same(P.roll(X, shift, axis), want)
+    assert_same(pypto.jit(lambda t: P.roll(t, shift, axis))(X), want)
     out = np.empty_like(X)
     assert P.roll(X, shift, axis, out=out) is out
-    _eq(out, want)
+    assert_same(out, want)
 
 
 def test_roll_refuses_shifts_and_axes_that_do_not_broadcast():

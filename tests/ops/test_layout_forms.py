@@ -9,19 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import rand
+from helpers import assert_same, rand
 
 import pypto
 import pypto.ops as P
 from pypto import runtime
 from pypto.runtime import observe
-
-
-def _eq(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
-                                                                 got.dtype, want.dtype)
-    np.testing.assert_array_equal(got, want)
 
 
 # -- views, as NumPy returns them ----------------------------------------------------------------
@@ -34,7 +27,7 @@ def test_split_pieces_are_views_written_through_like_numpy():
     want = np.split(x, [2, 2, 7], axis=1)
     assert len(pieces) == len(want) == 4
     for got, w in zip(pieces, want):
-        _eq(got, w)
+        assert_same(got, w)
         assert got.base is not None and (got.size == 0 or np.shares_memory(got, x))
     pieces[2][1, 0] = 1234                             # a view writes into its input, as NumPy's
     assert x[1, 2] == 1234
@@ -44,7 +37,7 @@ def test_split_pieces_are_views_written_through_like_numpy():
 def test_flip_is_a_view_like_numpy(axis):
     x = rand((3, 4, 5))
     got = P.flip(x, axis)
-    _eq(got, np.flip(x, axis))
+    assert_same(got, np.flip(x, axis))
     assert np.shares_memory(got, x) and got.flags.writeable
     got[0, 0, 0] = 7.0
     assert np.flip(x, axis)[0, 0, 0] == 7.0
@@ -60,13 +53,13 @@ def test_flip_of_a_zero_d_array_is_an_array():
 def test_diagonal_is_numpys_read_only_view(offset, a1, a2):
     x = rand((3, 5, 6), "float64")
     got = P.diagonal(x, offset, a1, a2)
-    _eq(got, np.diagonal(x, offset, a1, a2))
+    assert_same(got, np.diagonal(x, offset, a1, a2))
     assert np.shares_memory(got, x) and not got.flags.writeable
     with pytest.raises(ValueError):
         got[0] = 1.0
     m = rand((4, 6), "int64")
     d = P.diag(m, -1)
-    _eq(d, np.diag(m, -1))
+    assert_same(d, np.diag(m, -1))
     assert np.shares_memory(d, m) and not d.flags.writeable
 
 
@@ -81,9 +74,9 @@ def test_a_traced_program_computes_the_views():
     x = rand((4, 6))
     prog = pypto.jit(lambda x: (P.split(x, 2, axis=1)[1], P.flip(x, 0), P.diagonal(x, 1)))
     got = prog(x)
-    _eq(got[0], x[:, 3:])
-    _eq(got[1], x[::-1])
-    _eq(got[2], np.diagonal(x, 1))
+    assert_same(got[0], x[:, 3:])
+    assert_same(got[1], x[::-1])
+    assert_same(got[2], np.diagonal(x, 1))
     for g in got:
         assert not np.shares_memory(g, x)
 
@@ -102,7 +95,7 @@ def _in_place(fn, want):
         assert runtime.out_stats["copied"] == before["copied"]
         assert runtime.out_stats["in_place"] == before["in_place"] + len(outs)
         for o, w in zip(outs, want):
-            _eq(o, w)
+            assert_same(o, w)
 
 
 def test_out_is_written_in_place_by_the_kernels():
@@ -132,7 +125,7 @@ def test_split_out_with_an_empty_piece():
     outs = tuple(np.empty(w.shape, w.dtype) for w in want)
     assert P.split(x, [2, 2], axis=1, out=outs) is outs
     for o, w in zip(outs, want):
-        _eq(o, w)
+        assert_same(o, w)
 
 
 # -- the kernel forms the public calls choose ------------------------------------------------------
@@ -141,10 +134,10 @@ def test_tile_and_roll_run_with_a_long_innermost_axis():
     """tile runs as [O, 1, block]; roll by s moves runs of I * gcd(A, s) elements, innermost."""
     x = rand((6, 40))
     with observe() as calls:
-        _eq(P.tile(x, (1, 3)), np.tile(x, (1, 3)))
-        _eq(P.roll(x, 4, axis=1), np.roll(x, 4, axis=1))
-        _eq(P.roll(x, 2, axis=0), np.roll(x, 2, axis=0))
-        _eq(P.roll(x, 0), np.roll(x, 0))
+        assert_same(P.tile(x, (1, 3)), np.tile(x, (1, 3)))
+        assert_same(P.roll(x, 4, axis=1), np.roll(x, 4, axis=1))
+        assert_same(P.roll(x, 2, axis=0), np.roll(x, 2, axis=0))
+        assert_same(P.roll(x, 0), np.roll(x, 0))
     forms = [(op.name, (d["O"], d["A"], d["I"]), p) for op, _, p, d, _ in calls]
     assert forms == [("tile", (6, 1, 40), {"reps": 3}), ("roll", (6, 10, 4), {"shift": 1}),
                      ("roll", (1, 3, 80), {"shift": 1}), ("roll", (1, 1, 240), {"shift": 0})]
@@ -156,11 +149,11 @@ def test_public_tile_and_roll_on_odd_and_strided_inputs(dtype):
     views = [x, x.transpose(2, 0, 1), x[:, ::2], x[1:, 2:5]]
     for v in views:
         for reps in ((2, 1, 3), (3,), (1, 1, 1, 2), (1, 1, 1)):
-            _eq(P.tile(v, reps), np.tile(v, reps))
+            assert_same(P.tile(v, reps), np.tile(v, reps))
         for shift, axis in ((1, 0), (-3, 1), (2, 2), (10, None), (0, None), ((1, 5), (0, 2))):
-            _eq(P.roll(v, shift, axis), np.roll(v, shift, axis))
-    _eq(P.tile(np.float32(3.0), ()), np.tile(np.float32(3.0), ()))
-    _eq(P.tile(np.array(3, np.int32), (2, 2)), np.tile(np.array(3, np.int32), (2, 2)))
+            assert_same(P.roll(v, shift, axis), np.roll(v, shift, axis))
+    assert_same(P.tile(np.float32(3.0), ()), np.tile(np.float32(3.0), ()))
+    assert_same(P.tile(np.array(3, np.int32), (2, 2)), np.tile(np.array(3, np.int32), (2, 2)))
 
 
 # -- the kernels' index arithmetic -----------------------------------------------------------------
@@ -170,11 +163,11 @@ def test_public_tile_and_roll_on_odd_and_strided_inputs(dtype):
 def test_tile_kernel_every_copy_boundary(reps, a, i):
     """Up to 8 copies the kernel compares against the copy boundaries, above it takes t % A."""
     x = rand((3, a, i), "int32", seed=reps)
-    _eq(P.tile.kernel(x, reps=reps), np.tile(x, (1, reps, 1)))
+    assert_same(P.tile.kernel(x, reps=reps), np.tile(x, (1, reps, 1)))
 
 
 @pytest.mark.parametrize("a, i", [(1, 1), (9, 1), (17, 2)])
 def test_roll_kernel_every_shift(a, i):
     x = rand((2, a, i), "float64", seed=a)
     for shift in range(a):
-        _eq(P.roll.kernel(x, shift=shift), np.roll(x, shift, axis=1))
+        assert_same(P.roll.kernel(x, shift=shift), np.roll(x, shift, axis=1))
