@@ -152,7 +152,13 @@ def _pow32(x, y):
     The earlier form (7-term log, a compared split at sqrt(2), the special cases as selects of
     their own) took 169 instructions a 16-float vector against 113. 4M elements (x in [0.1, 10],
     y in [0.1, 3]), ``out=``, one Halide thread, CPU time per call, old and new kernels and NumPy
-    in turn (30 rounds of 5 calls, medians): 7.55 -> 6.2 ms (NumPy 3.0)."""
+    in turn (30 rounds of 5 calls, medians): 7.5-7.7 -> 6.2-6.4 ms (NumPy 3.0-3.1). As users call
+    it (fresh output, two threads, ``pypto.infra.timing.measure``, medians of 3 runs,
+    single/steady): 4.29/4.28 -> 3.57/3.47 ms, NumPy 3.14/3.33: still about 10% short of NumPy,
+    whose SVML power reads its tables from registers; here the float64 multiply-adds set the
+    time (a table lookup compiles to one scalar load a lane, dearer than the polynomial terms it
+    would save; Estrin's scheme, a float32 division refined in float64, and the exp2 tail in
+    float32 measured no better)."""
     x = _ew._let("pow_base", x)
     y = _ew._let("pow_exponent", y)
     f64, i32 = hl.Float(64), hl.Int(32)
