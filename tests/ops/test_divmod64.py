@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from helpers import assert_template_knobs_exact
 
-import pypto
 import pypto.ops as P
 from pypto.ops.arith import DIRECT_QUOTIENT64, HARD_TILE
 
