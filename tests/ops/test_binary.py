@@ -145,9 +145,14 @@ def test_nan_and_inf_semantics():
 
 
 def test_pow_special_values_match_numpy():
-    xs = [np.nan, -np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, -3.7, 1e-30, 1e30]
+    # float32 takes log2|x| = -inf at 0 and |x| at inf and NaN, so that those powers come out of
+    # the float64 core; subnormal bases and exponents, the last odd float32 (2**24 - 1) and
+    # exponents near the int32 limit of y's integer test are here too
+    xs = [np.nan, -np.inf, -2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 2.0, np.inf, -3.7, 1e-30, 1e30,
+          1e-45, -1e-45, 1 - 2.0 ** -24, -(1 - 2.0 ** -24)]
     ys = [np.nan, -np.inf, -3.0, -2.0, -0.5, -0.0, 0.0, 0.5, 2.0, 3.0, np.inf, 1e300, 2.5, -1.0,
-          1.0, 1e10 + 1, 7.0]
+          1.0, 1e10 + 1, 7.0, 1e-45, -1e-45, 2.0 ** 24 - 1, -(2.0 ** 24 - 1), 2.0 ** 31,
+          2.0 ** 31 - 128]
     x, y = (v.ravel() for v in np.meshgrid(xs, ys))
     for dtype in ("float64", "float32"):
         with np.errstate(over="ignore"):         # 1e300 and 1e30 become inf in float32
