@@ -30,7 +30,7 @@ def test_a_call_that_does_not_fit_the_signature_names_the_op(call, what):
 def test_every_op_with_a_frontend_names_itself_for_an_unknown_keyword():
     for name in sorted(_registry._OPS):
         op = pypto.get_op(name)
-        if op.frontend is None:
+        if getattr(op, "frontend", None) is None:     # no frontend, or a composite op of a test
             continue
         # (a missing argument may be named first: X alone does not fit every op)
         with pytest.raises(pypto.ParamError, match=rf"^{name}: "):
