@@ -19,7 +19,6 @@ and in float64, rounded once, for floats; its length is ``ceil((stop - start) / 
 from __future__ import annotations
 
 import math
-import operator
 
 import halide as hl
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
-from .layout import ANY, _axis, _eager, _int, _take_out
+from .layout import ANY, _axis, _eager, _int, _take_out, any_int
 
 _NUM = ["float32", "float64", "int32", "int64"]
 _BIG = 1 << 30
@@ -43,10 +42,8 @@ def _tri_frontend(the_op):
             raise ShapeError(f"{the_op.name}: x must have at least 2 axes [..., M, N], got "
                              f"shape {x.shape}")
         m, n = x.shape[-2:]
-        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__"):
-            raise ParamError(f"{the_op.name}: 'k' must be an int, got {k!r}")
         # Any offset, as NumPy takes: past -M or N every element or none is kept.
-        k = min(max(operator.index(k), -m), n)
+        k = min(max(any_int(the_op.name, "k", k), -m), n)
         out = the_op.kernel(x.reshape(-1, m, n), k=k)
         return out.reshape(x.shape)
     return frontend

@@ -66,14 +66,19 @@ def _int(name: str, arg: str, value, low: int | None = None) -> int:
     """An int argument, at least ``low`` and below 2**30 in magnitude; ParamError otherwise."""
     if type(value) is int and -_BIG < value < _BIG and (low is None or value >= low):
         return value                                    # the common case, checked quickly
-    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
-        raise ParamError(f"{name}: '{arg}' must be an int, got {value!r}")
-    v = operator.index(value)
+    v = any_int(name, arg, value)
     if low is not None and v < low:
         raise ParamError(f"{name}: '{arg}' must be >= {low}, got {v}")
     if abs(v) >= _BIG:
         raise ParamError(f"{name}: '{arg}' must be below 2**30 in magnitude, got {v}")
     return v
+
+
+def any_int(name: str, arg: str, value) -> int:
+    """An int argument of any size (a bool is not one); ParamError otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise ParamError(f"{name}: '{arg}' must be an int, got {value!r}")
+    return operator.index(value)
 
 
 def _oai(x, axis: int):
@@ -560,13 +565,6 @@ def flip(x, *, dims):
     return out
 
 
-def _shift(value) -> int:
-    """A shift of ``roll``: any int (it is reduced modulo the axis); ParamError otherwise."""
-    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
-        raise ParamError(f"roll: 'shift' must be an int or a sequence of ints, got {value!r}")
-    return operator.index(value)
-
-
 def _roll_frontend(x, shift, axis=None):
     """Rolls elements along ``axis`` (``np.roll``): the element at ``j`` moves to
     ``(j + shift) % n``; ``axis=None`` rolls the flattened array. ``shift`` and ``axis`` may be
@@ -589,7 +587,7 @@ def _roll_frontend(x, shift, axis=None):
     for a, s in zip(axes * n if len(axes) == 1 else axes,
                     shifts * n if len(shifts) == 1 else shifts):
         a = _axis(name, a, x.ndim)
-        total[a] = total.get(a, 0) + _shift(s)
+        total[a] = total.get(a, 0) + any_int(name, "shift", s)     # taken modulo the axis
     todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
         [(x.ndim - 1, 0)]
     outs = _take_out(roll, [shape], x.dtype)
