@@ -32,6 +32,7 @@ from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._op import Param, op
 from .nn import MAX_GROUPS, MAX_WINDOW, padding_by_name
+from .nn import out_size as conv_out
 
 _FLOATS = ["float32", "float64"]
 
@@ -85,10 +86,6 @@ def check_float(op_name: str, **arrays) -> None:
             raise DtypeError(f"{op_name}: '{arg}' is {dt.name} but '{first[0]}' is "
                              f"{first[1].name}; give all arrays one dtype, e.g. "
                              f"{arg}.astype({first[0]}.dtype)")
-
-
-def conv_out(n: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
-    return (n + 2 * pad - dil * (k - 1) - 1) // stride + 1
 
 
 def _transposed_out(n: int, k: int, stride: int, pad: int, dil: int, out_pad: int) -> int:

@@ -47,15 +47,17 @@ def _image(value, op_name: str, arg: str = "x") -> tuple[np.ndarray, bool]:
     return x, False
 
 
-def _out_size(n: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
+def out_size(n: int, k: int, stride: int, pad: int, dil: int = 1) -> int:
+    """A window's output size along one axis: ``floor((n + 2 pad - dil (k - 1) - 1) / stride) + 1``
+    (convolutions, and pooling without ceil_mode)."""
     return (n + 2 * pad - dil * (k - 1) - 1) // stride + 1
 
 
 def _check_out_size(op_name: str, dims, params, kh: int, kw: int, dil=(1, 1)) -> None:
     """Raises ShapeError when the (padded) input is smaller than the (dilated) kernel window."""
     p = params
-    oh = _out_size(dims["H"], kh, p["stride_h"], p["pad_h"], dil[0])
-    ow = _out_size(dims["W"], kw, p["stride_w"], p["pad_w"], dil[1])
+    oh = out_size(dims["H"], kh, p["stride_h"], p["pad_h"], dil[0])
+    ow = out_size(dims["W"], kw, p["stride_w"], p["pad_w"], dil[1])
     if oh < 1 or ow < 1:
         raise ShapeError(
             f"{op_name}: the output would be {oh} x {ow}; the padded input "
@@ -73,8 +75,8 @@ def _derive_out(kernel_from_weights: bool, dilation: bool = False):
         else:
             kh, kw = p["kernel_h"], p["kernel_w"]
         dh, dw = (p["dil_h"], p["dil_w"]) if dilation else (1, 1)
-        return {"OH": _out_size(dims["H"], kh, p["stride_h"], p["pad_h"], dh),
-                "OW": _out_size(dims["W"], kw, p["stride_w"], p["pad_w"], dw)}
+        return {"OH": out_size(dims["H"], kh, p["stride_h"], p["pad_h"], dh),
+                "OW": out_size(dims["W"], kw, p["stride_w"], p["pad_w"], dw)}
     return derive
 
 
@@ -143,7 +145,7 @@ def _conv2d_reference(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     g = groups
-    oh, ow = _out_size(h, kh, sh, ph, dh), _out_size(wd, kw, sw, pw, dw)
+    oh, ow = out_size(h, kh, sh, ph, dh), out_size(wd, kw, sw, pw, dw)
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     wg = w.astype(np.float64).reshape(g, o // g, cg, kh, kw)
     acc = np.zeros((n, g, o // g, oh, ow))
@@ -254,7 +256,7 @@ def _depthwise_reference(x, w, stride=1, padding=0):
         padding, "depthwise_conv2d", "padding", 0)
     n, c, h, wd = x.shape
     kh, kw = w.shape[2:]
-    oh, ow = _out_size(h, kh, sh, ph), _out_size(wd, kw, sw, pw)
+    oh, ow = out_size(h, kh, sh, ph), out_size(wd, kw, sw, pw)
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     acc = np.zeros((n, c, oh, ow))
     for i, j, view in _windows(xp, kh, kw, sh, sw, 1, 1, oh, ow):

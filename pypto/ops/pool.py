@@ -37,7 +37,8 @@ from ..errors import ParamError, ShapeError
 from ._consts import lit
 from ._op import Param, op
 from .binary import mul
-from .conv import _AXES, axis_params, batched, check_float, ntuple, per_axis, zero_padded
+from .conv import _AXES, axis_params, batched, check_float, conv_out, ntuple, per_axis, \
+    zero_padded
 from .layout import pad
 
 _FLOATS = ["float32", "float64"]
@@ -58,10 +59,9 @@ def pool_out(n: int, k: int, stride: int, padding: int, ceil_mode: bool = False)
     """torch's pooling output size along one axis: ``floor((n + 2 padding - k) / stride) + 1``;
     with ``ceil_mode`` the ceiling, less one when the last window would start at or past the
     input's end (``(m - 1) stride``, counted from the left padding, ``>= n + padding``)."""
-    span = n + 2 * padding - k
     if not ceil_mode:
-        return span // stride + 1
-    m = -(-span // stride) + 1
+        return conv_out(n, k, stride, padding)
+    m = -(-(n + 2 * padding - k) // stride) + 1
     return m - 1 if (m - 1) * stride >= n + padding else m
 
 
