@@ -214,6 +214,18 @@ def _is_python_scalar(v) -> bool:
     return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
 
 
+def _mixed_dtypes(name: str, typed) -> str:
+    """The error for operands of different dtypes, suggesting the cast NumPy's promotion makes
+    (a widening one: int32 with int64 suggests int64, never the narrowing way)."""
+    (n1, a1), (n2, a2) = [(n, a) for n, a in typed.items()][:2]
+    to = np.result_type(a1.dtype, a2.dtype)
+    casts = " and ".join(f"{n}.astype(np.{to.name})" for n, a in ((n1, a1), (n2, a2))
+                         if a.dtype != to)
+    return (f"{name}: arguments '{n1}' ({a1.dtype.name}) and '{n2}' ({a2.dtype.name}) have "
+            f"different dtypes, and {name} does not promote them; cast explicitly, e.g. {casts} "
+            f"({to.name}, NumPy's promotion of the two)")
+
+
 def _operands(name: str, names, values, cond: str | None):
     """Arrays for the call, with Python scalars typed the NumPy way next to the arrays."""
     arrays: dict[str, np.ndarray] = {}
@@ -237,10 +249,7 @@ def _operands(name: str, names, values, cond: str | None):
         arrays.update(typed)
     dts = {a.dtype for a in typed.values()}
     if len(dts) > 1:
-        (n1, a1), (n2, a2) = [(n, a) for n, a in typed.items()][:2]
-        raise DtypeError(f"{name}: arguments '{n1}' ({a1.dtype.name}) and '{n2}' ({a2.dtype.name}) "
-                         f"have different dtypes; cast one of them explicitly (for instance "
-                         f"{n2}.astype(np.{a1.dtype.name})): {name} does not promote dtypes")
+        raise DtypeError(_mixed_dtypes(name, typed))
     try:
         if typed:
             dt = np.result_type(*[np.empty(0, d) for d in dts], *scalars.values())

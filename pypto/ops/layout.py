@@ -104,8 +104,10 @@ def _inputs(name: str, arrays, arg: str = "arrays"):
         arrs = as_traced(arrs)
     dts = {a.dtype for a in arrs}
     if len(dts) > 1:
+        to = np.result_type(*dts).name
         raise DtypeError(f"{name}: the arrays have different dtypes {sorted(d.name for d in dts)};"
-                         f" cast them to one dtype first ({name} does not promote)")
+                         f" cast them to one dtype first, e.g. [a.astype(np.{to}) for a in "
+                         f"{arg}] ({to}, NumPy's promotion of them; {name} does not promote)")
     return arrs
 
 

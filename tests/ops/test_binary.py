@@ -235,8 +235,14 @@ def test_empty_and_kernel_form():
 def test_errors():
     x32, x64 = rand((4,), "float32"), rand((4,), "float64")
     with pytest.raises(DtypeError, match=r"add: arguments 'a' \(float32\) and 'b' \(float64\) "
-                                         r"have different dtypes; cast one"):
+                                         r"have different dtypes.*e\.g\. a\.astype\(np\.float64\) "
+                                         r"\(float64"):
         pypto.ops.add(x32, x64)
+    # The suggested cast widens, as NumPy promotes: never int32 down to int8.
+    with pytest.raises(DtypeError, match=r"e\.g\. a\.astype\(np\.int32\) \(int32"):
+        pypto.ops.add(np.ones(4, np.int8), np.arange(4, dtype=np.int32))
+    with pytest.raises(DtypeError, match=r"a\.astype\(np\.float64\) and b\.astype\(np\.float64\)"):
+        pypto.ops.sub(np.arange(4, dtype=np.int32), x32)
     with pytest.raises(DtypeError, match="different dtypes"):
         pypto.ops.mul(x32, np.float64(2.0))
     with pytest.raises(DtypeError, match="div: argument 'a' has dtype int32; expected float16 "
