@@ -660,10 +660,18 @@ def _live_tensors(ctx, exclude) -> list[T.Tensor]:
 
 
 def _break_key(value: np.ndarray, why: str):
+    """The key of an observed break value: its bytes, so -0.0 and 0.0 take their own branches
+    (``math.copysign``, ``1 / v``) and a NaN matches the NaN seen before (by ``item()`` it never
+    did: every call retraced)."""
     a = np.asarray(value)
     if a.size == 1:
-        return (why, a.dtype.str, a.item())
+        return (why, a.dtype.str, a.tobytes())
     return (why, a.dtype.str, a.shape, a.tobytes())
+
+
+def _break_value(key) -> object:
+    """The Python value a size-1 break key stands for (for :meth:`JitFunction.explain`)."""
+    return np.frombuffer(key[2], np.dtype(key[1]))[0].item() if len(key) == 3 else "<array>"
 
 
 # -- arguments --------------------------------------------------------------------------------------
@@ -683,7 +691,14 @@ def _flatten(tree, leaves: list, path=()):
         return (kind, tuple(_flatten(x, leaves, path + (i,)) for i, x in enumerate(tree)))
     if isinstance(tree, dict):
         return ("D", tuple((k, _flatten(tree[k], leaves, path + (k,))) for k in sorted(tree)))
-    if isinstance(tree, (bool, int, float, str, type(None), np.generic)):
+    if type(tree) is float:
+        # By bits: -0.0 == 0.0 shared a trace (x * -0.0 replayed x * 0.0), and NaN != NaN
+        # made every call with a NaN a new signature (a recompile storm). (NumPy scalars are
+        # arrays above.)
+        return ("F", tree.hex())
+    if type(tree) is complex:
+        return ("C", tree.real.hex(), tree.imag.hex())
+    if isinstance(tree, (bool, int, float, complex, str, type(None), np.generic)):
         return ("P", type(tree).__name__, tree)
     try:
         hash(tree)
@@ -708,6 +723,10 @@ def _unflatten(struct, leaves):
         return tuple(_unflatten(s, leaves) for s in struct[1])
     if kind == "D":
         return {k: _unflatten(s, leaves) for k, s in struct[1]}
+    if kind == "F":
+        return float.fromhex(struct[1])
+    if kind == "C":
+        return complex(float.fromhex(struct[1]), float.fromhex(struct[2]))
     return struct[2] if kind in ("P", "O") else struct[1]
 
 
@@ -1110,7 +1129,7 @@ class JitFunction:
                                  f"{seg.kernel.source}; Funcs: {', '.join(funcs)}")
                 if step.brk is not None:
                     lines.append(f"{pad}break: {step.brk[1]} at {step.brk[2]}; seen values: "
-                                 f"{[k[2] if len(k) == 3 else '<array>' for k in step.children]}")
+                                 f"{[_break_value(k) for k in step.children]}")
                 for child in step.children.values():
                     stack.append((child, depth + (step.brk is not None)))
         lines.append("cache misses:")
