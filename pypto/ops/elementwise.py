@@ -45,6 +45,7 @@ call the C library only for |x| >= 1e6.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import inspect
@@ -1048,8 +1049,11 @@ def _clip_fn(x, min=None, max=None):  # noqa: A002
             if v is not None and not float(v).is_integer():
                 raise ParamError(f"clip: parameter '{key}' must be an integer for an "
                                  f"int{x.type().bits()} array, got {v!r}")
-        lo = None if min is None else hl.cast(x.type(), int(np.clip(min, info.min, info.max)))
-        hi = None if max is None else hl.cast(x.type(), int(np.clip(max, info.min, info.max)))
+        # Python ints (exact): the bounds reach here as floats, int64's limits as 2.0**63.
+        lo = None if min is None else hl.cast(x.type(), builtins.max(info.min, builtins.min(
+            int(min), info.max)))
+        hi = None if max is None else hl.cast(x.type(), builtins.max(info.min, builtins.min(
+            int(max), info.max)))
     out = x
     if lo is not None:
         out = hl.select(out < lo, lo, out)
@@ -1073,7 +1077,14 @@ def _check_clip(a, given):
                                  f"array, got {v!r} (NumPy would return float64; cast x to a float "
                                  "dtype to clip by a float)")
             info = np.iinfo(a.dtype)
-            given[key] = int(min(max(int(v), info.min), info.max))
+            v = int(min(max(int(v), info.min), info.max))
+            if float(v) != v and v not in (info.min, info.max):
+                # Bounds reach the kernel as float64, exact up to 2**53 (int64 only).
+                raise ParamError(f"clip: parameter '{key}' is {v}, which has no exact float64 "
+                                 "form (bounds are passed as float64, exact up to 2**53); use "
+                                 f"pypto.ops.{'maximum' if key == 'min' else 'minimum'}(x, {v}) "
+                                 "for an int64 bound this large")
+            given[key] = v
             continue
         f = float(v)
         if math.isnan(f):
@@ -1130,7 +1141,7 @@ round = _unary("round", hl.round, lambda x: np.round(x),  # noqa: A001
 clip = _unary(
     "clip", _clip_fn, _ref_clip,
     "np.clip(x, min, max) = minimum(maximum(x, min), max); a bound of None is not applied.",
-    dtypes=FLOATS + INTS, check=_check_clip,
+    dtypes=FLOATS + WITH_INT64, check=_check_clip,
     params=[Param("min", float, None, doc="lower bound (None: none)"),
             Param("max", float, None, doc="upper bound (None: none)")])
 square = _unary("square", _square, lambda x: np.square(x), "x * x (integers wrap like NumPy).",

@@ -65,6 +65,25 @@ def test_mixed_int_widths_are_still_refused():
         P.add(np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int32))
 
 
+@pytest.mark.parametrize("lo, hi", [(0, 5), (-2**53, 2**53), (None, 2**62), (3, None),
+                                    (-2**70, 2**70), (LO, HI)], ids=str)
+def test_clip_int64_is_exact(lo, hi):
+    # Index clamping (np.clip(idx, 0, n - 1)) on NumPy's default ints; bounds beyond the dtype
+    # clip to its limits, as NumPy 2 does with a Python int.
+    a = _ints(1001)
+    a[4:8] = [2**53 + 1, -2**53 - 1, 2**62, -2**62]
+    want = np.clip(a, None if lo is None else max(lo, LO), None if hi is None else min(hi, HI))
+    got = P.clip(a, lo, hi)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_clip_int64_bound_without_an_exact_float64_is_refused():
+    # Bounds reach the kernel as float64: 2**53 + 1 would clip at 2**53 + 2.
+    with pytest.raises(pypto.ParamError, match=r"'max' is 9007199254740993.*pypto\.ops\.minimum"):
+        P.clip(np.arange(3), 0, 2**53 + 1)
+
+
 def test_torch_agrees_on_int64():
     torch = pytest.importorskip("torch")
     a, b = _ints(513), _ints(513)
@@ -72,6 +91,7 @@ def test_torch_agrees_on_int64():
     np.testing.assert_array_equal(P.mul(a, b), (ta * tb).numpy())
     np.testing.assert_array_equal(P.sub(a, b), (ta - tb).numpy())
     np.testing.assert_array_equal(P.maximum(a, b), torch.maximum(ta, tb).numpy())
+    np.testing.assert_array_equal(P.clip(a, -2**40, 2**50), torch.clamp(ta, -2**40, 2**50).numpy())
 
 
 REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "argmax": np.argmax,
