@@ -219,7 +219,10 @@ kl_div = _pointwise(
 def _bce(x, t, w):
     lo = _k(x, -100.0)
     one = _k(x, 1.0)
-    loss = -w * (t * hl.max(_nanlog(x), lo) + (one - t) * hl.max(_nanlog(one - x), lo))
+    # torch's form and order: log1p(-x), not log(1 - x), which rounds 1 - x first (x = 1e-8
+    # gave a loss of 0 where torch gives 1e-8), and (t - 1) a - t b, whose zero is +0 at
+    # x = t = 0 as torch's.
+    loss = ((t - one) * hl.max(_ew._log1p(-x), lo) - t * hl.max(_nanlog(x), lo)) * w
     # An input outside [0, 1] (or NaN) is no probability: NaN, as the reference gives (the
     # clamp at -100 would hide the NaN log of a negative number: 1.5 with target 1 gave -0.41).
     # (The NaN test is on the bits: Halide compiles float compares as if no operand were NaN.)
@@ -229,7 +232,7 @@ def _bce(x, t, w):
 
 def _bce_ref(x, t, w):
     with np.errstate(divide="ignore"):
-        return -w * (t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log(1 - x), -100))
+        return w * ((t - 1) * np.maximum(np.log1p(-x), -100) - t * np.maximum(np.log(x), -100))
 
 
 def _bce_inputs(dims, dtypes, params, rng):

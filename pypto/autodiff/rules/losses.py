@@ -4,8 +4,9 @@ The elementwise losses see [R, C] per-element losses (their reductions are ``sum
 with rules of their own); the gradients are PyTorch's, kinks included: ``l1_loss`` passes 0 at
 ``input == target``, ``smooth_l1_loss``/``huber_loss`` take the quadratic side at ``|d| <
 beta`` / ``|d| <= delta``, ``kl_div`` passes nothing to a zero target's entry, and
-``binary_cross_entropy`` differentiates its clamped logs (nothing through a log clamped at -100);
-an input outside [0, 1] or NaN makes its loss and gradients NaN.
+``binary_cross_entropy`` gives torch's gradients, which are not those of its clamped logs:
+``w (x - t) / max(x (1 - x), 1e-12)`` for the input and ``w (log(1 - x) - log(x))`` (unclamped)
+for the target; an input outside [0, 1] or NaN makes its loss and gradients NaN.
 
 ``cross_entropy``/``nll_loss`` give two outputs, the per-sample loss and its weight
 ``w[target]``; the rule writes the loss as ``-sum_c A[n, c] log p[n, c]`` with ``A`` built from a
@@ -83,16 +84,17 @@ def _kl_div(c):
 def _bce(c):
     x, t, w = c.inputs
     dy = c.dy
-    log_x = ops.maximum(ops.log(x), -100.0)
-    log_1x = ops.maximum(ops.log(1.0 - x), -100.0)
-    # d/dx of a clamped log: 1/x where the log is above the clamp, else nothing.
-    inv_x = ops.where(log_x > -100.0, 1.0 / ops.where(x > 0, x, 1.0), 0.0)
-    inv_1x = ops.where(log_1x > -100.0, 1.0 / ops.where(x < 1, 1.0 - x, 1.0), 0.0)
-    dx = -w * (t * inv_x - (1.0 - t) * inv_1x) * dy
+    log_x = ops.log(x)
+    log_1x = ops.log1p(-x)
+    # torch's gradients, not those of the clamped logs: dx = w (x - t) / max(x (1 - x), 1e-12)
+    # (0 at x = t = 0 or 1, where the clamped logs gave 1 and -1; -1e12 for t = 1 at x = 0),
+    # and dt = w (log(1 - x) - log(x)) unclamped (inf at x = 0, as torch's -logit(x)).
+    # (torch's order: a subnormal x - t divided before the weight scales it)
+    dx = dy * (x - t) / ops.maximum(x * (1.0 - x), 1e-12) * w
     # x outside [0, 1] or NaN: the loss is NaN (a NaN log), and so is every gradient
     dx = ops.where(ops.isnan(log_x + log_1x), float("nan"), dx)
-    dt = -w * (log_x - log_1x) * dy
-    dw = -(t * log_x + (1.0 - t) * log_1x) * dy
+    dt = w * (log_1x - log_x) * dy
+    dw = ((t - 1.0) * ops.maximum(log_1x, -100.0) - t * ops.maximum(log_x, -100.0)) * dy
     return [dx, dt, dw]
 
 
