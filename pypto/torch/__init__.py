@@ -92,16 +92,17 @@ class TorchOp:
         return _specs(_key_of(tensors))
 
     # -- registration ------------------------------------------------------------------------------
-    def _register(self, n_in: int, n_out: int):
-        key = (n_in, n_out)
-        if key in self._ops:
-            return self._ops[key]
+    def _register(self, n_in: int):
+        """The forward op for ``n_in`` tensors. Its outputs are a list (``Tensor[]``), so the op
+        is chosen without knowing how many arrays the function returns: under torch.compile
+        that count needed a PyPTO trace on the arguments' sizes, which with dynamic shapes
+        are symbolic and cannot be a Dynamo constant (a second shape failed fullgraph)."""
+        fwd = self._ops.get(n_in)
+        if fwd is not None:
+            return fwd
         uid = next(_ids)
         args = ", ".join(f"Tensor x{i}" for i in range(n_in))
-        outs = "Tensor" if n_out == 1 else "(" + ", ".join(["Tensor"] * n_out) + ")"
         gouts = "Tensor" if n_in == 1 else "(" + ", ".join(["Tensor"] * n_in) + ")"
-        gargs = ", ".join([f"Tensor x{i}" for i in range(n_in)] +
-                          [f"Tensor g{i}" for i in range(n_out)])
         owner = self
 
         def forward(*xs):
@@ -111,20 +112,17 @@ class TorchOp:
                 outs_ = [torch.empty(s, dtype=getattr(torch, np.dtype(d).name))
                          for s, d in owner.out_specs(owner._specs_of(xs))]
                 owner.jitted(*arrays, out=tuple(t.numpy() for t in outs_))
-                return outs_[0] if n_out == 1 else tuple(outs_)
+                return outs_
             res = owner.jitted(*arrays)
             _, leaves = _result_structure(res)
-            outs_ = [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]
-            return outs_[0] if n_out == 1 else tuple(outs_)
+            return [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]
 
         def forward_fake(*xs):
-            specs = owner.out_specs(owner._specs_of(xs))
-            outs_ = [xs[0].new_empty(s, dtype=getattr(torch, np.dtype(d).name))
-                     for s, d in specs]
-            return outs_[0] if n_out == 1 else tuple(outs_)
+            return [xs[0].new_empty(s, dtype=getattr(torch, np.dtype(d).name))
+                    for s, d in owner.out_specs(owner._specs_of(xs))]
 
         def backward_impl(*xg):
-            xs, gs = xg[:n_in], xg[n_in:]
+            xs, gs = xg[:n_in], xg[n_in]
             arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
             cts = [to_numpy(g, "output gradient") for g in gs]
             nums = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
@@ -138,33 +136,34 @@ class TorchOp:
             return res[0] if n_in == 1 else tuple(res)
 
         fwd = torch.library.custom_op(f"pypto::{self.label}_{uid}", forward, mutates_args=(),
-                                      schema=f"({args}) -> {outs}")
+                                      schema=f"({args}) -> Tensor[]")
         fwd.register_fake(forward_fake)
         bwd = torch.library.custom_op(f"pypto::{self.label}_{uid}_backward", backward_impl,
-                                      mutates_args=(), schema=f"({gargs}) -> {gouts}")
+                                      mutates_args=(),
+                                      schema=f"({args}, Tensor[] grads) -> {gouts}")
         bwd.register_fake(backward_fake)
 
         def setup_context(ctx, inputs, output):
             ctx.save_for_backward(*inputs)
+            ctx.out_meta = [(o.shape, o.dtype) for o in output]
 
-        def backward(ctx, *grads):
+        def backward(ctx, grads):
             xs = ctx.saved_tensors
-            outs_ = owner.out_specs(owner._specs_of(xs))
-            gs = [g if g is not None else
-                  xs[0].new_zeros(s, dtype=getattr(torch, np.dtype(d).name))
-                  for g, (s, d) in zip(grads, outs_)]
-            res = bwd(*xs, *[g.contiguous() for g in gs])
+            gs = [g.contiguous() if g is not None else xs[0].new_zeros(s, dtype=d)
+                  for g, (s, d) in zip(grads, ctx.out_meta)]
+            res = bwd(*xs, gs)
             res = (res,) if n_in == 1 else tuple(res)
             return tuple(r if x.dtype.is_floating_point else None for r, x in zip(res, xs))
 
         fwd.register_autograd(backward, setup_context=setup_context)
-        self._ops[key] = fwd
+        self._ops[n_in] = fwd
         self.backward_op = bwd
         return fwd
 
     def torch_op(self, *tensors):
-        """The registered PyTorch op for calls with these tensors (for ``opcheck``)."""
-        return self._register(len(tensors), _n_outputs(self, _key_of(tensors)))
+        """The registered PyTorch op for calls with these tensors (for ``opcheck``): it returns
+        a list of tensors, one per array the function returns."""
+        return self._register(_registered(self, len(tensors)))
 
     def __call__(self, *tensors):
         bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
@@ -172,13 +171,23 @@ class TorchOp:
             raise TraceError(f"pypto.torch.op({self.label}): argument #{bad[0]} is "
                              f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
                              f"other arguments first, e.g. with functools.partial)")
-        return self.torch_op(*tensors)(*tensors)
+        outs = self._register(_registered(self, len(tensors)))(*tensors)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@torch.compiler.assume_constant_result
+def _registered(owner: TorchOp, n_in: int) -> int:
+    """Registers ``owner``'s op for ``n_in`` tensors; returns ``n_in``. torch.compile runs it
+    as it is and keeps the result as a constant: Dynamo cannot trace ``torch.library``, and the
+    op's lookup after it reads the registered op from ``owner._ops``."""
+    owner._register(n_in)
+    return n_in
 
 
 def _key_of(tensors) -> tuple:
-    """(shape, torch dtype name) per tensor: plain Python values, which Dynamo can pass to a
-    constant-result function. int() of a symbolic size (torch.compile with dynamic shapes)
-    specializes on its value: a PyPTO program is traced and compiled for concrete shapes."""
+    """(shape, torch dtype name) per tensor (int() of a symbolic size, in a fake implementation
+    under torch.compile with dynamic shapes, specializes on its value: a PyPTO program is
+    traced and compiled for concrete shapes)."""
     return tuple((tuple(int(n) for n in t.shape), str(t.dtype)) for t in tensors)
 
 
@@ -189,17 +198,6 @@ def _specs(key: tuple) -> tuple:
             raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
                              f"view; cast it to float32")
     return tuple((shape, np.dtype(dt.replace("torch.", ""))) for shape, dt in key)
-
-
-@torch.compiler.assume_constant_result
-def _n_outputs(owner: TorchOp, key: tuple) -> int:
-    """How many arrays ``owner``'s function returns for arguments of these (shape, torch dtype)
-    pairs: a PyPTO trace on specs, which torch.compile runs as it is and keeps as a constant
-    (traced by Dynamo, its context variable and NumPy dtypes broke the graph, so
-    ``fullgraph=True`` failed). The op is registered here as well."""
-    n_out = len(owner.out_specs(_specs(key)))
-    owner._register(len(key), n_out)     # here too: Dynamo cannot trace torch.library either
-    return n_out
 
 
 def op(fn: Callable, *, name: str | None = None) -> TorchOp:
