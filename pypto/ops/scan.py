@@ -67,8 +67,10 @@ def _nonzero(x, k, o):
 
 
 def _reduction(name, fn, ref, doc, dtypes=_FLOATS, params=()):
-    def frontend(x, axis=None, keepdims=False, **kw):
-        return _reduce_call(the_op, x, axis, keepdims, **kw)
+    # No **kw: these kernels take no parameters, and a stray keyword (torch's dim=) is then
+    # Python's TypeError, which the op turns into an ArgumentError naming its call, as sum's.
+    def frontend(x, axis=None, keepdims=False):
+        return _reduce_call(the_op, x, axis, keepdims)
     frontend.__doc__ = doc
     fn.__name__ = name
     the_op = op(name=name, category="reduction", inputs={"x": "O R"}, output="O",
@@ -120,10 +122,10 @@ count_nonzero = _reduction("count_nonzero", _count_nonzero, _count_ref,
 _ORDS = ("1", "2", "inf", "-inf", "0", "p")
 
 
-def _norm_ref(x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):  # noqa: A002
+def _norm_ref(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A002
     x = np.asarray(x)
     axis = dim if dim is not None else axis
-    keepdims = keepdim if keepdim is not None else keepdims
+    keepdims = bool(keepdim if keepdim is not None else keepdims)
     a = np.abs(x.astype(np.float64))
     ax = tuple(range(x.ndim)) if axis is None else axis
     if ord in ("fro", 2):
@@ -139,23 +141,25 @@ def _norm_ref(x, ord=2, axis=None, keepdims=False, *, dim=None, keepdim=None):  
     return np.asarray(out).astype(x.dtype)[()]
 
 
-_UNSET = object()
-
-
-def _norm_frontend(x, ord=2, axis=None, keepdims=False, *, dim=_UNSET, keepdim=_UNSET):  # noqa: A002
+def _norm_frontend(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None):  # noqa: A002
     """The vector norm over ``axis`` (``torch.linalg.vector_norm``; ``"fro"`` is 2). torch's
-    names ``dim`` and ``keepdim`` are accepted for ``axis`` and ``keepdims`` (one spelling of
-    each, not both)."""
-    if dim is not _UNSET:
+    names ``dim`` and ``keepdim`` are accepted for ``axis`` and ``keepdims``: give one spelling
+    of each, not both, even with equal values (None is "not given"; ``keepdims`` defaults to
+    False)."""
+    # Defaults of None so that an explicit keepdims=False beside keepdim=True is seen (with a
+    # default of False it was taken for "not given" and keepdim=True won).
+    if dim is not None:
         if axis is not None:
             raise ParamError(f"vector_norm: give the axes once, as 'axis' or as torch's 'dim', "
                              f"not both (got axis={axis!r}, dim={dim!r})")
         axis = dim
-    if keepdim is not _UNSET:
-        if keepdims is not False:
+    if keepdim is not None:
+        if keepdims is not None:
             raise ParamError(f"vector_norm: give 'keepdims' or torch's 'keepdim', not both (got "
                              f"keepdims={keepdims!r}, keepdim={keepdim!r})")
         keepdims = keepdim
+    elif keepdims is None:
+        keepdims = False
     if ord == "fro":
         ord = 2  # noqa: A001
     if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \
