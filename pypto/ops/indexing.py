@@ -227,10 +227,17 @@ def index_select(x, index, *, dims):
 
 # -- embedding and one_hot -----------------------------------------------------------------------
 
-def _embedding_frontend(input, weight, padding_idx=None):  # noqa: A002 - torch's name
+def _embedding_frontend(input, weight, padding_idx=None, max_norm=None,  # noqa: A002
+                        norm_type=2.0):
     """``F.embedding``: the rows of ``weight`` [V, D] at the integer ``input`` (any shape),
     giving ``input.shape + (D,)``. ``padding_idx`` only matters to gradients: as in torch, that
-    row of ``weight`` gets none."""
+    row of ``weight`` gets none.
+
+    ``max_norm``: each returned row whose ``norm_type``-norm exceeds it is scaled by
+    ``max_norm / (norm + 1e-7)``, torch's renormalisation, but functional: ``weight`` is not
+    modified (torch rescales those rows of ``weight`` in place, under no_grad). The gradient is
+    that of the returned rows, the scale included (torch's flows to the rescaled weight as if
+    no scaling had happened)."""
     name = "embedding"
     idx, w = _index_array(name, input, "input"), as_array(weight, name, "weight")
     if traced([idx, w]):
@@ -242,10 +249,55 @@ def _embedding_frontend(input, weight, padding_idx=None):  # noqa: A002 - torch'
         if not -w.shape[0] <= padding_idx < w.shape[0]:
             raise ParamError(f"embedding: padding_idx {padding_idx} is not a row of weight "
                              f"({w.shape[0]} rows)")
+    if max_norm is not None:
+        _check_renorm(max_norm, norm_type)
     check_range(name, "input", idx, w.shape[0])
     kw = {} if padding_idx is None else {"padding_idx": padding_idx % w.shape[0]}
     out = embedding.kernel(idx.reshape(-1), w, **kw)
+    if max_norm is not None:
+        out = _renormed(out, float(max_norm), norm_type)
     return out.reshape(idx.shape + (w.shape[1],))
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+        v, (bool, np.bool_))
+
+
+def _check_renorm(max_norm, norm_type) -> None:
+    if not _is_real(max_norm) or not max_norm >= 0:       # (NaN fails >= 0)
+        raise ParamError(f"embedding: 'max_norm' must be a number >= 0 (or None: no "
+                         f"renormalisation), got {max_norm!r}")
+    if not _is_real(norm_type) or not (norm_type >= 0 or norm_type == -math.inf):
+        raise ParamError(f"embedding: 'norm_type' must be a number >= 0, inf or -inf (the p of "
+                         f"the rows' p-norm), got {norm_type!r}")
+
+
+def _renormed(rows, max_norm: float, norm_type):
+    """[N, D] ``rows`` with those whose norm exceeds ``max_norm`` scaled down to it, in ops (so
+    traced programs and gradients go through it)."""
+    from .binary import add, div, mul, where   # indexing loads before these families
+    from .compare import greater
+    from .scan import vector_norm
+
+    norms = vector_norm(rows, norm_type, axis=1, keepdims=True)            # [N, 1]
+    scale = where(greater(norms, max_norm), div(max_norm, add(norms, 1e-7)), 1.0)
+    return mul(rows, scale)
+
+
+def _embedding_ref(input, weight, max_norm, norm_type):  # noqa: A002
+    """NumPy lookup; with ``max_norm``, torch's renorm of each distinct row looked up (in float64,
+    on a copy: the weight is not modified)."""
+    w = np.asarray(weight)
+    idx = np.asarray(input)
+    if max_norm is None:
+        return w[idx]
+    w = w.astype(np.float64)
+    for i in np.unique(idx):
+        norm = np.linalg.norm(w[i], norm_type) if norm_type != 0 else np.count_nonzero(w[i])
+        if norm > max_norm:
+            w[i] = w[i] * (max_norm / (norm + 1e-7))
+    return w[idx].astype(np.asarray(weight).dtype)
 
 
 def _embedding_inputs(dims, dtypes, params, rng):
@@ -257,7 +309,8 @@ def _embedding_inputs(dims, dtypes, params, rng):
     dtypes=[(i, f) for f in ("float32", "float64") for i in _IDX],
     params=[Param("padding_idx", int, -1, low=-1, high=1 << 30,
                   doc="a row of weight that gets no gradient (-1: none); the forward ignores it")],
-    reference=lambda input, weight, padding_idx=None: np.asarray(weight)[np.asarray(input)],
+    reference=lambda input, weight, padding_idx=None, max_norm=None, norm_type=2.0:  # noqa: A002
+    _embedding_ref(input, weight, max_norm, norm_type),
     kernel_reference=lambda input, weight, padding_idx=-1: weight[input],
     frontend=_embedding_frontend, make_inputs=_embedding_inputs,
     example={"N": 64, "V": 50, "D": 32})

@@ -13,7 +13,7 @@ X = np.ones((3, 4), np.float32)
 
 @pytest.mark.parametrize("call,what", [
     (lambda: pypto.ops.sum(X, foo=1), "unexpected keyword argument 'foo'"),
-    (lambda: pypto.ops.embedding(np.array([0]), X, max_norm=1.0), "'max_norm'"),
+    (lambda: pypto.ops.embedding(np.array([0]), X, sparse=True), "'sparse'"),
     (lambda: pypto.ops.matmul(X, X.T, y=1), "'y'"),
     (lambda: pypto.ops.softmax(), "missing a required argument"),
     (lambda: pypto.ops.cumsum(X, 1, 2, 3), "too many positional arguments"),
