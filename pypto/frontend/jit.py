@@ -902,7 +902,8 @@ class JitFunction:
         try:
             tensors = []
             for i, a in enumerate(leaves):
-                t = ctx.input_for(a, name=f"arg{i}", where=f"argument #{i} of {self.name}")
+                t = ctx.input_for(a, name=f"arg{i}", where=f"argument #{i} of {self.name}",
+                                  argument=True)
                 arg_nodes[t.node.id] = i
                 tensors.append(t)
             args, kwargs = _unflatten(struct, tensors)

@@ -453,13 +453,18 @@ class TraceContext:
         self.errors: list[str] | None = None        # check_graph: every op error, then go on
         self._keep: list = []                     # arrays that input nodes refer to
 
-    def input_for(self, array: np.ndarray, name: str | None = None, where: str = "") -> "Tensor":
-        """The Tensor standing for ``array`` (one input node per array object)."""
-        node = self.array_inputs.get(id(array))
+    def input_for(self, array: np.ndarray, name: str | None = None, where: str = "",
+                  argument: bool = False) -> "Tensor":
+        """The Tensor standing for ``array``: one input node per array object read by the
+        function, but one per position for its arguments (``argument=True``). A trace of
+        ``f(x, x)`` whose two arguments shared a node replayed ``f(x, y)`` as ``f(y, y)``, and
+        its gradients were the sum of both."""
+        node = None if argument else self.array_inputs.get(id(array))
         if node is None or node.value is not array:
             node = Node("input", [], [(array.shape, array.dtype)], where or user_frame(),
                         value=array, aux=name)
-            self.array_inputs[id(array)] = node
+            if not argument:
+                self.array_inputs[id(array)] = node
             self._keep.append(array)
             self.nodes.append(node)
         t = Tensor(node)
@@ -506,7 +511,8 @@ def trace_inputs(ctx: TraceContext, inputs) -> list[Tensor]:
         if isinstance(a, Spec):
             out.append(spec_input(a.shape, a.dtype, name=f"arg{i}", where=f"argument #{i}"))
         else:
-            out.append(ctx.input_for(np.asarray(a), name=f"arg{i}", where=f"argument #{i}"))
+            out.append(ctx.input_for(np.asarray(a), name=f"arg{i}", where=f"argument #{i}",
+                                     argument=True))
     return out
 
 
