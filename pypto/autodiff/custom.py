@@ -56,7 +56,8 @@ class UserRule:
         self.op = op
         self.fn = fn
         self.name = op.name
-        self.nondiff = set(nondiff)
+        # one name as a string (a set of its letters named 'a' of (a, scale) non-differentiable)
+        self.nondiff = {nondiff} if isinstance(nondiff, str) else set(nondiff)
         self.composite = isinstance(op, _composite.CompositeOp)
         if self.composite:
             # every argument the call binds, keyword-only ones included (in signature order):
@@ -122,7 +123,13 @@ class UserRule:
                     f"argument non-differentiable: @pypto.def_gradient({self.name}, "
                     f"nondiff=('{arg}',))")
             if not isinstance(g, T.Tensor):
-                g = T.as_tensor(np.asarray(g, dtype=x.dtype))
+                try:
+                    g = T.as_tensor(np.asarray(g, dtype=x.dtype))
+                except (TypeError, ValueError):
+                    raise OpDefinitionError(
+                        f"def_gradient({self.name}): {self.fn.__name__} returned "
+                        f"{type(g).__name__} {g!r:.60} as the gradient of '{arg}'; return a "
+                        f"Tensor or array of its shape, a number, or None") from None
             if tuple(g.shape) != tuple(x.shape):
                 if g.size == 1 and g.ndim <= x.ndim:    # a scalar gradient, spread over x
                     g = g.reshape(()).broadcast_to(x.shape)
@@ -192,13 +199,14 @@ def _record_composite(cop, impl, args, kwargs):
 _composite._call_hook = _record_composite
 
 
-def def_gradient(op, *, nondiff: Sequence[str] = ()) -> Callable:
+def def_gradient(op, *, nondiff: str | Sequence[str] = ()) -> Callable:
     """Defines (or overrides) the gradient of ``op``: a built-in op, a ``@pypto.op`` or a
     composite op, given as the op or its name.
 
     Args:
         op: the op whose gradient this is.
-        nondiff: names of arguments that get no gradient (the function may return None there).
+        nondiff: the name, or names, of arguments that get no gradient (the function may
+            return None there).
 
     Example:
         >>> import pypto
