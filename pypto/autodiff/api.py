@@ -54,16 +54,17 @@ def _program(fn, mode: str, argnums) -> JitFunction:
     if prog is None:
         label = _label(fn)
 
-        def program(args, cts):
-            return _traced(fn, label, mode, argnums, args, cts)
+        def program(args, cts, kwargs=None):
+            return _traced(fn, label, mode, argnums, args, cts, kwargs)
 
         program.__name__ = f"{mode}_{label}"
         prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}")
     return prog
 
 
-def _traced(fn, label, mode, argnums, args, cts):
-    """Runs inside a trace: the function, then its backward; returns (outputs, gradients)."""
+def _traced(fn, label, mode, argnums, args, cts, kwargs=None):
+    """Runs inside a trace: the function, then its backward; returns (outputs, gradients).
+    ``kwargs`` are passed to the function as they are (never differentiated)."""
     ctx = T.current()
     wrt = []
     for i in argnums:
@@ -79,7 +80,7 @@ def _traced(fn, label, mode, argnums, args, cts):
         wrt.append(a)
     start = len(ctx.nodes)
     try:
-        result = fn(*args)
+        result = fn(*args, **(kwargs or {}))
     except GraphBreakError as e:
         raise GraphBreakError(f"{mode}({label}): the function must trace as one program (its "
                               f"backward is compiled with it), but it needs a Python value: "
@@ -135,7 +136,8 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """``fn``'s value and its gradient with respect to the arguments ``argnums``.
 
     ``fn`` must return one scalar (size-1) float value. The gradient is one array (``argnums``
-    an int) or a tuple of arrays.
+    an int) or a tuple of arrays. Keyword arguments are passed on to ``fn`` and not
+    differentiated (``argnums`` counts positional ones).
 
     Example:
         >>> import numpy as np, pypto
@@ -148,11 +150,14 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     label = _label(fn)
 
     @functools.wraps(fn)
-    def run(*args):
+    def run(*args, **kwargs):
         _check_args(args, label)
+        _check_args(tuple(kwargs.values()), label)
         nums = _argnums(argnums, len(args), label)
         nested = T.current() is not None
-        value, grads = _program(fn, "value_and_grad", nums)(tuple(args), None)
+        prog = _program(fn, "value_and_grad", nums)
+        value, grads = (prog(tuple(args), None, kwargs) if kwargs else
+                        prog(tuple(args), None))
         grads = _finish(grads, args, nums, nested)
         return value, (grads[0] if single else tuple(grads))
 
@@ -182,8 +187,8 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     vg = value_and_grad(fn, argnums)
 
     @functools.wraps(fn)
-    def run(*args):
-        return vg(*args)[1]
+    def run(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
 
     run.__pypto_traceable__ = vg.__pypto_traceable__
     return run
