@@ -359,10 +359,16 @@ def _pool_kernel_reference(kind):
 
 def _pool_validate(name):
     def validate(dims, p):
+        from .pool import too_small   # pool imports this module
+
         if 2 * p["pad_h"] > p["kernel_h"] or 2 * p["pad_w"] > p["kernel_w"]:
             raise ParamError(f"{name}: padding ({p['pad_h']}, {p['pad_w']}) must be at most half "
                              f"of the kernel ({p['kernel_h']}, {p['kernel_w']})")
-        _check_out_size(name, dims, p, p["kernel_h"], p["kernel_w"])
+        sizes, ks = (dims["H"], dims["W"]), (p["kernel_h"], p["kernel_w"])
+        ss, ps = (p["stride_h"], p["stride_w"]), (p["pad_h"], p["pad_w"])
+        outs = [out_size(n, k, st, q) for n, k, st, q in zip(sizes, ks, ss, ps)]
+        if min(outs) < 1:
+            raise too_small(name, sizes, ks, ss, ps, outs)
     return validate
 
 

@@ -3,7 +3,9 @@ live in ``nn``).
 
 ``x`` is [N, C, L] (1-D) or [N, C, D, H, W] (3-D); without its batch axis it is one unbatched
 sample, as in torch. ``kernel_size``, ``stride`` (default: the kernel size) and ``padding`` are an
-int or one int per spatial axis; padding is at most half the kernel, as torch requires. Max pooling
+int or one int per spatial axis; padding is at most half the kernel, as torch requires, and
+``avg_pool3d``, as torch's, refuses an input smaller than the kernel on some axis even where
+padding or ceil_mode would let a window fit (the other poolings, as torch's, accept it). Max pooling
 pads with -inf and a NaN in a window makes its result NaN; average pooling pads with zeros and
 divides by the whole window (``count_include_pad=True``, torch's default) or by the number of
 input elements in it. Output size per axis: ``(n + 2 pad - k) // stride + 1``; with
@@ -65,17 +67,41 @@ def pool_out(n: int, k: int, stride: int, padding: int, ceil_mode: bool = False)
     return m - 1 if (m - 1) * stride >= n + padding else m
 
 
+def _x(vals) -> str:
+    return " x ".join(map(str, vals))
+
+
+def too_small(name: str, sizes, ks, ss, ps, outs, ceil_mode: bool = False) -> ShapeError:
+    """The ShapeError of a pooling whose output would be empty on some axis: the op, the input
+    size, kernel, stride and padding, and what to change. (nn's 2-D poolings use it too.)"""
+    padded = _x(n + 2 * p for n, p in zip(sizes, ps))
+    if ceil_mode:
+        why = (f" with ceil_mode=True; the padded input {padded} must be longer than the kernel "
+               f"{_x(ks)} less the stride {_x(ss)} on every axis")
+    else:
+        why = f"; the padded input {padded} is smaller than the kernel {_x(ks)}"
+    return ShapeError(f"{name}: the output would be {_x(outs)}{why} (input {_x(sizes)}, "
+                      f"kernel_size {_x(ks)}, stride {_x(ss)}, padding {_x(ps)}): give a smaller "
+                      f"kernel_size, more padding (at most half the kernel) or a larger input")
+
+
 def check_ceil_out(name: str, sizes, ks, ss, ps) -> list[int]:
     """The ceil_mode output sizes; ShapeError when one would be below 1."""
     outs = [pool_out(n, k, s, p, True) for n, k, s, p in zip(sizes, ks, ss, ps)]
     if min(outs) < 1:
-        x = " x ".join
-        raise ShapeError(
-            f"{name}: the output would be {x(map(str, outs))} with ceil_mode=True; the padded "
-            f"input {x(str(n + 2 * p) for n, p in zip(sizes, ps))} must be longer than the kernel "
-            f"{x(map(str, ks))} less the stride {x(map(str, ss))} on every axis (give a smaller "
-            f"kernel_size or a larger input)")
+        raise too_small(name, sizes, ks, ss, ps, outs, True)
     return outs
+
+
+def check_avg3d_input(sizes, ks, ps) -> None:
+    """torch's avg_pool3d (alone of the poolings) refuses an input smaller than the kernel on
+    some axis even where padding or ceil_mode would let a window fit; so does PyPTO's."""
+    if any(n < k for n, k in zip(sizes, ks)):
+        raise ShapeError(
+            f"avg_pool3d: the input {_x(sizes)} is smaller than kernel_size {_x(ks)} on some "
+            f"axis (padding {_x(ps)}); torch's avg_pool3d refuses this even where padding or "
+            f"ceil_mode would let a window fit: give a kernel_size no larger than the input on "
+            f"every axis, or pad x (pypto.ops.pad) to at least the kernel first")
 
 
 def ceil_pool(kind: str, name: str, x, ks, ss, ps, run, count_include_pad: bool = True):
@@ -192,10 +218,8 @@ def _pool_validate(name, nsp):
         sizes = [pool_out(dims[i], p[f"kernel{sfx}"], p[f"stride{sfx}"], p[f"pad{sfx}"])
                  for i, _, _, sfx in _AXES[nsp]]
         if min(sizes) < 1:
-            padded = [dims[i] + 2 * p[f"pad{sfx}"] for i, _, _, sfx in _AXES[nsp]]
-            raise ShapeError(f"{name}: the output would be {' x '.join(map(str, sizes))}; the "
-                             f"padded input {' x '.join(map(str, padded))} is smaller than the "
-                             f"kernel {' x '.join(map(str, ks))}")
+            raise too_small(name, [dims[i] for i, *_ in _AXES[nsp]], ks,
+                            per_axis(p, "stride", nsp), ps, sizes)
     return validate
 
 
@@ -221,6 +245,8 @@ def _pool_frontend(kind, nsp):
         if any(2 * p > k for p, k in zip(ps, ks)):
             raise ParamError(f"{name}: 'padding' must be at most half of kernel_size {ks}, "
                              f"got {padding!r}")
+        if kind == "avg" and nsp == 3:
+            check_avg3d_input(x.shape[2:], ks, ps)
         kw = {}
         for prefix, vals in (("kernel", ks), ("stride", ss), ("pad", ps)):
             kw.update({f"{prefix}{sfx}": v for (*_, sfx), v in zip(_AXES[nsp], vals)})

@@ -390,13 +390,13 @@ X3 = np.ones((1, 2, 4, 4, 4), np.float32)
 @pytest.mark.parametrize("call, err, match", [
     (lambda: P.max_pool1d(X1, 3, padding=2), ParamError,
      r"max_pool1d: 'padding' must be at most half of kernel_size \(3,\)"),
-    (lambda: P.avg_pool3d(X3, 5), ShapeError,
-     r"avg_pool3d: the output would be 0 x 0 x 0; the padded input 4 x 4 x 4 is smaller than "
+    (lambda: P.max_pool3d(X3, 5), ShapeError,
+     r"max_pool3d: the output would be 0 x 0 x 0; the padded input 4 x 4 x 4 is smaller than "
      r"the kernel 5 x 5 x 5"),
     (lambda: P.max_pool3d(X3, 2, ceil_mode=1), ParamError,
      r"max_pool3d: 'ceil_mode' must be a bool, got 1"),
-    (lambda: P.avg_pool3d(X3, 7, 2, ceil_mode=True), ShapeError,
-     r"avg_pool3d: the output would be 0 x 0 x 0 with ceil_mode=True; the padded input "
+    (lambda: P.max_pool3d(X3, 7, 2, ceil_mode=True), ShapeError,
+     r"max_pool3d: the output would be 0 x 0 x 0 with ceil_mode=True; the padded input "
      r"4 x 4 x 4 must be longer than the kernel 7 x 7 x 7 less the stride 2 x 2 x 2"),
     (lambda: P.max_pool1d(X1, 3, padding=2, ceil_mode=True), ParamError,
      r"max_pool1d: 'padding' must be at most half of kernel_size \(3,\)"),
