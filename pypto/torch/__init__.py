@@ -167,6 +167,9 @@ class TorchOp:
 
     def __call__(self, *tensors):
         bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
+        if not tensors:
+            raise TraceError(f"pypto.torch.op({self.label}): called with no tensors; a PyTorch "
+                             f"op of a PyPTO function takes at least one tensor")
         if bad:
             raise TraceError(f"pypto.torch.op({self.label}): argument #{bad[0]} is "
                              f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
