@@ -983,6 +983,14 @@ class JitFunction:
             if o.shape != tuple(shape):
                 raise ShapeError(f"{self.name}: {what} has shape {o.shape}; expected "
                                  f"{tuple(shape)} (the shape of the result)")
+        if n > 1:
+            # Two results written into one memory: the last written was returned as both.
+            given = [(j, o) for j, o in enumerate(outs) if o is not None]
+            for k, (j, o) in enumerate(given):
+                for i, p in given[k + 1:]:
+                    if np.may_share_memory(o, p):
+                        raise ParamError(f"{self.name}: out[{j}] and out[{i}] share memory; "
+                                         f"each result needs an array of its own")
         return list(outs)
 
     def _result_ref(self, ctx, x, arg_nodes):
