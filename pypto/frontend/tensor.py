@@ -340,18 +340,52 @@ class Tensor:
     def __ne__(self, o):
         return _binop("not_equal", self, o)
 
-    def __and__(self, o):
-        return _binop("logical_and", self, o)
+    def __floordiv__(self, o):
+        return _binop("floor_divide", self, o)
 
-    __rand__ = __and__
+    def __rfloordiv__(self, o):
+        return _binop("floor_divide", o, self)
+
+    def __mod__(self, o):
+        return _binop("remainder", self, o)
+
+    def __rmod__(self, o):
+        return _binop("remainder", o, self)
+
+    # ``& | ^ ~`` as in NumPy: logical on bool masks, bitwise on integers (``t & 3`` of an int
+    # Tensor was logical_and, refused as "expected bool"); shifts on integers.
+    def __and__(self, o):
+        return _bitop("and", self, o)
+
+    def __rand__(self, o):
+        return _bitop("and", o, self)
 
     def __or__(self, o):
-        return _binop("logical_or", self, o)
+        return _bitop("or", self, o)
 
-    __ror__ = __or__
+    def __ror__(self, o):
+        return _bitop("or", o, self)
+
+    def __xor__(self, o):
+        return _binop("bitwise_xor", self, o)
+
+    def __rxor__(self, o):
+        return _binop("bitwise_xor", o, self)
 
     def __invert__(self):
-        return _unop("logical_not", self)
+        return _unop("logical_not" if self.dtype == np.bool_ else "bitwise_not", self)
+
+    def __lshift__(self, o):
+        return _binop("left_shift", self, o)
+
+    def __rlshift__(self, o):
+        return _binop("left_shift", o, self)
+
+    def __rshift__(self, o):
+        return _binop("right_shift", self, o)
+
+    def __rrshift__(self, o):
+        return _binop("right_shift", o, self)
 
     __hash__ = object.__hash__
 
@@ -415,7 +449,9 @@ _UFUNC_OPS = {
     "greater": "greater", "greater_equal": "greater_equal", "less": "less",
     "less_equal": "less_equal", "equal": "equal", "not_equal": "not_equal", "negative": "neg",
     "absolute": "abs", "logical_and": "logical_and", "logical_or": "logical_or",
-    "logical_not": "logical_not",
+    "logical_not": "logical_not", "floor_divide": "floor_divide", "remainder": "remainder",
+    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor",
+    "invert": "bitwise_not", "left_shift": "left_shift", "right_shift": "right_shift",
 }
 
 
@@ -789,6 +825,15 @@ def _binop(name: str, a, b):
     from .. import ops
 
     return getattr(ops, name)(a, b)
+
+
+def _bitop(kind: str, a, b):
+    """``a & b`` / ``a | b``: logical when every array operand is bool (the masks of
+    ``pypto.ops.where``), else bitwise."""
+    masks = all(getattr(x, "dtype", np.bool_) == np.bool_ for x in (a, b)
+                if not isinstance(x, (bool, int)))
+    masks = masks and not any(type(x) is int for x in (a, b))
+    return _binop(f"logical_{kind}" if masks else f"bitwise_{kind}", a, b)
 
 
 def _unop(name: str, a):
