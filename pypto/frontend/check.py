@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import PyptoError
+from ..errors import DtypeError, PyptoError, ShapeError
 from .. import runtime as _runtime
 from . import tensor as T
 from .graph import Graph
@@ -23,8 +23,24 @@ from .tensor import Spec
 
 
 def spec(shape, dtype="float32") -> Spec:
-    """An input for :func:`check_graph`: ``pypto.spec((64, 3, 32, 32), "float32")``."""
-    return Spec(tuple(int(n) for n in shape), np.dtype(dtype))
+    """An input for :func:`check_graph`: ``pypto.spec((64, 3, 32, 32), "float32")``; an int
+    is a 1-d shape, as for ``np.empty``."""
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    try:
+        dims = tuple(dims)
+    except TypeError:
+        dims = None
+    if dims is None or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                               and n >= 0 for n in dims):
+        # int() of each entry truncated 2.5 to 2, took -1, and raised ValueError on 'abc'
+        raise ShapeError(f"pypto.spec: the shape {shape!r} must be a tuple of non-negative ints "
+                         f"(or one int)")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise DtypeError(f"pypto.spec: {dtype!r} is not a dtype; give a NumPy dtype or its "
+                         f"name, e.g. 'float32'") from None
+    return Spec(tuple(int(n) for n in dims), dt)
 
 
 @dataclasses.dataclass
