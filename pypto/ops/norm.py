@@ -2,7 +2,7 @@
 
 ``softmax``, ``log_softmax``, ``layer_norm`` and ``rms_norm`` normalize along one axis; their kernel
 works on a 2-D array [R, C], each row normalized over its C elements. The public call moves
-``axis`` last (``layer_norm`` and ``rms_norm`` always use the last axis) and flattens the other
+``axis`` last (``layer_norm`` and ``rms_norm`` normalize trailing axes) and flattens the other
 axes into R. ``batch_norm`` normalizes each channel (axis 1) with given statistics; its kernel works
 on [N, C, S], S being the flattened spatial axes (1 for a 2-D input).
 
@@ -10,8 +10,10 @@ Conventions:
 
 - ``softmax`` subtracts the row maximum before exponentiating, so it never overflows; a row holding
   a NaN, or whose maximum is +inf or -inf, is NaN throughout (as the NumPy formula gives).
-- ``layer_norm`` uses the biased variance (divide by C), like ``torch.nn.functional.layer_norm``;
-  ``gamma`` and ``beta`` have shape [C] and may be None (ones and zeros).
+- ``layer_norm`` uses the biased variance (divide by C), like ``torch.nn.functional.layer_norm``,
+  and takes its form ``(x, normalized_shape, weight, bias, eps)``: the trailing axes named are
+  flattened into C. ``weight`` (``gamma``) and ``bias`` (``beta``) have the normalized shape and
+  may be None (ones and zeros); ``rms_norm`` likewise (see ``_affine_form``).
 - ``rms_norm``: ``x / sqrt(mean(x**2) + eps) * gamma``.
 - ``batch_norm``: ``(x - mean) / sqrt(var + eps) * gamma + beta`` with per-channel [C] vectors.
 - The exponentials (softmax, log_softmax) are ``kernel_exp``'s: within 1 ulp, and 0 where e**x is
@@ -23,6 +25,8 @@ Conventions:
 """
 
 from __future__ import annotations
+
+import math
 
 import halide as hl
 import numpy as np
@@ -88,11 +92,69 @@ def _along_axis(the_op, x, axis, **params):
     return np.moveaxis(res.reshape(moved.shape), -1, axis)
 
 
-def _vector(name: str, arg: str, value, n: int, dtype, fill: float) -> np.ndarray:
-    """A per-feature vector argument, or ``fill`` repeated ``n`` times when it is None."""
+def _vector(name: str, arg: str, value, n: int, dtype, fill: float, k: int = 1) -> np.ndarray:
+    """A per-feature vector argument, or ``fill`` repeated ``n`` times when it is None; one over
+    ``k`` > 1 normalized axes is flattened to its ``n`` features."""
     if value is None:
         return np.full(n, fill, dtype=dtype)
-    return as_array(value, name, arg)
+    v = as_array(value, name, arg)
+    return v.reshape(n) if k > 1 else v
+
+
+def _is_shape(v) -> bool:
+    """torch's ``normalized_shape``: an int or a tuple/list of ints (torch.Size is a tuple)."""
+    def is_int(i):
+        return hasattr(i, "__index__") and not isinstance(i, (bool, np.bool_)) and \
+            not hasattr(i, "shape") or isinstance(i, np.integer)
+    return is_int(v) or isinstance(v, (tuple, list)) and all(is_int(i) for i in v)
+
+
+def _affine_form(name: str, x_shape, shape, weight, bias, eps, gamma, beta, has_bias=True):
+    """The arguments of layer_norm / rms_norm, in torch's form ``(x, normalized_shape, weight,
+    bias, eps)`` or PyPTO's earlier ``(x, gamma, beta, eps)`` (told apart by the second argument:
+    a shape is an int or a tuple of ints, anything else is ``gamma``); ``gamma=``/``beta=`` are
+    keyword aliases of ``weight``/``bias``. Returns ``(k, gamma, beta, eps)``: the trailing axes
+    normalized together and the scale and shift (None: none)."""
+    if shape is not None and not _is_shape(shape):
+        # PyPTO's positional form: (x, gamma, beta, eps), one slot to the left of torch's.
+        if has_bias:
+            shape, weight, bias, eps = None, shape, weight, eps if bias is None else bias
+        else:
+            shape, weight, eps = None, shape, eps if weight is None else weight
+        if hasattr(eps, "shape") or isinstance(eps, (list, tuple)):
+            raise ParamError(f"{name}: the arguments after x are (normalized_shape, weight"
+                             f"{', bias' if has_bias else ''}, eps) as in torch, or (gamma"
+                             f"{', beta' if has_bias else ''}, eps); got an array where eps goes")
+    for alias, value, torch_name in (("gamma", gamma, "weight"), ("beta", beta, "bias")):
+        if value is None:
+            continue
+        given = weight if torch_name == "weight" else bias
+        if given is not None:
+            raise ParamError(f"{name}: give the {'scale' if alias == 'gamma' else 'shift'} once, "
+                             f"as '{alias}' or as torch's '{torch_name}', not both")
+        if torch_name == "weight":
+            weight = value
+        else:
+            bias = value
+    ndim = len(x_shape)
+    if shape is None:
+        k = 1
+    else:
+        dims = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+        dims = tuple(int(d) for d in dims)
+        k = len(dims)
+        if k == 0:
+            raise ShapeError(f"{name}: normalized_shape is empty; name at least the last axis of "
+                             f"x (shape {list(x_shape)}), e.g. ({x_shape[-1]},)")
+        if k > ndim or tuple(x_shape[ndim - k:]) != dims:
+            raise ShapeError(f"{name}: normalized_shape {list(dims)} must be the trailing "
+                             f"{'axis' if k == 1 else f'{k} axes'} of x, whose shape is "
+                             f"{list(x_shape)}")
+    for arg, v in (("weight", weight), ("bias", bias)):
+        if v is not None and hasattr(v, "shape") and tuple(v.shape) != tuple(x_shape[ndim - k:]):
+            raise ShapeError(f"{name}: '{arg}' must have the normalized shape "
+                             f"{list(x_shape[ndim - k:])}, got {list(v.shape)}")
+    return k, weight, bias, eps
 
 
 # -- references (NumPy, public signatures) -------------------------------------------------------
@@ -111,23 +173,31 @@ def _log_softmax_ref(x, axis=-1):
         return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def _layer_norm_ref(x, gamma=None, beta=None, eps=1e-5):
+def _layer_norm_ref(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *, gamma=None,
+                    beta=None):
     x = np.asarray(x)
-    mu = np.mean(x, axis=-1, keepdims=True)
-    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    k, gamma, beta, eps = _affine_form("layer_norm", x.shape, normalized_shape, weight, bias,
+                                       eps, gamma, beta)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    mu = np.mean(x, axis=axes, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=axes, keepdims=True)
     out = (x - mu) / np.sqrt(var + eps)
     if gamma is not None:
-        out = out * gamma
+        out = out * np.asarray(gamma)
     if beta is not None:
-        out = out + beta
+        out = out + np.asarray(beta)
     return out.astype(x.dtype)
 
 
-def _rms_norm_ref(x, gamma=None, eps=1e-6):
+def _rms_norm_ref(x, normalized_shape=None, weight=None, eps=1e-6, *, gamma=None):
     x = np.asarray(x)
-    out = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    k, gamma, _, eps = _affine_form("rms_norm", x.shape, normalized_shape, weight, None, eps,
+                                    gamma, None, has_bias=False)
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    axes = tuple(range(x.ndim - k, x.ndim))
+    out = x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps)
     if gamma is not None:
-        out = out * gamma
+        out = out * np.asarray(gamma)
     return out.astype(x.dtype)
 
 
@@ -154,26 +224,41 @@ def _log_softmax_frontend(x, axis=-1):
     return _along_axis(log_softmax, x, axis)
 
 
-def _layer_norm_frontend(x, gamma=None, beta=None, eps=1e-5):
-    """Normalizes the last axis to zero mean and unit variance, then scales by ``gamma`` [C] and
-    shifts by ``beta`` [C] (None: no scale / no shift)."""
+def _layer_norm_frontend(x, normalized_shape=None, weight=None, bias=None, eps=1e-5, *,
+                         gamma=None, beta=None):
+    """``torch.nn.functional.layer_norm``: normalizes the trailing ``normalized_shape`` axes
+    (default: the last axis) to zero mean and unit variance, then scales by ``weight`` and shifts
+    by ``bias``, both of the normalized shape (None: no scale / no shift). ``gamma=``/``beta=``
+    name ``weight``/``bias`` too, and the earlier positional form ``layer_norm(x, gamma, beta,
+    eps)`` still works: a second argument that is not an int or a tuple of ints is ``gamma``."""
     x = as_array(x, "layer_norm", "x")
     if x.ndim == 0:
         raise ShapeError("layer_norm: argument 'x' must have at least 1 dimension, got a 0-D array")
-    g = _vector("layer_norm", "gamma", gamma, x.shape[-1], x.dtype, 1.0)
-    b = _vector("layer_norm", "beta", beta, x.shape[-1], x.dtype, 0.0)
-    res = layer_norm.kernel(x.reshape(-1, x.shape[-1]), g, b, eps=eps)
+    k, gamma, beta, eps = _affine_form("layer_norm", x.shape, normalized_shape, weight, bias, eps,
+                                       gamma, beta)
+    c = math.prod(x.shape[x.ndim - k:])
+    g = _vector("layer_norm", "weight", gamma, c, x.dtype, 1.0, k)
+    b = _vector("layer_norm", "bias", beta, c, x.dtype, 0.0, k)
+    res = layer_norm.kernel(x.reshape(-1, c), g, b, eps=eps)
     return res.reshape(x.shape)
 
 
-def _rms_norm_frontend(x, gamma=None, eps=1e-6):
-    """Divides the last axis by its root mean square (``sqrt(mean(x**2) + eps)``), then scales by
-    ``gamma`` [C] (None: no scale)."""
+def _rms_norm_frontend(x, normalized_shape=None, weight=None, eps=1e-6, *, gamma=None):
+    """``torch.nn.functional.rms_norm``: divides the trailing ``normalized_shape`` axes (default:
+    the last axis) by their root mean square (``sqrt(mean(x**2) + eps)``), then scales by
+    ``weight`` of the normalized shape (None: no scale). ``eps`` defaults to 1e-6 (torch's
+    ``eps=None`` is the dtype's machine epsilon; give that explicitly to match it). ``gamma=``
+    names ``weight`` too, and the earlier form ``rms_norm(x, gamma, eps)`` still works."""
     x = as_array(x, "rms_norm", "x")
     if x.ndim == 0:
         raise ShapeError("rms_norm: argument 'x' must have at least 1 dimension, got a 0-D array")
-    g = _vector("rms_norm", "gamma", gamma, x.shape[-1], x.dtype, 1.0)
-    res = rms_norm.kernel(x.reshape(-1, x.shape[-1]), g, eps=eps)
+    k, gamma, _, eps = _affine_form("rms_norm", x.shape, normalized_shape, weight, None, eps,
+                                    gamma, None, has_bias=False)
+    if eps is None:
+        eps = float(np.finfo(np.dtype(x.dtype)).eps)        # torch's eps=None
+    c = math.prod(x.shape[x.ndim - k:])
+    g = _vector("rms_norm", "weight", gamma, c, x.dtype, 1.0, k)
+    res = rms_norm.kernel(x.reshape(-1, c), g, eps=eps)
     return res.reshape(x.shape)
 
 
