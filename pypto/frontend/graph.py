@@ -979,6 +979,20 @@ def fused_schedule(built, dims: Mapping[str, int], lanes: int, *, safe: bool = F
             if vname in low.reindexed and vname not in staged and vname in built.funcs \
                     and vname not in low.materialize and vname not in dense:
                 dense.append(vname)
+    # An anchor with a Tuple-valued reduction (layer_norm's one-pass moments) reads an operand
+    # reshaped across axes from a dense copy: Halide 21 failed to compile such an update,
+    # vectorized across rows, while it read through the reshape's div/mod index ("Symbol not
+    # found: t53.s"; layer_norm of a [4, 8, 16] input in any program, at every schedule).
+    reshaped = {r.name for r in low.reshapes.values()}
+    for a in low.anchors:
+        if "join" in a or not any(
+                name.startswith(a["prefix"]) and info.updates and info.func.outputs() > 1
+                for name, info in built.funcs.items()):
+            continue
+        for vname in a["inputs"].values():
+            if vname in reshaped and vname in built.funcs and vname not in low.materialize \
+                    and vname not in dense:
+                dense.append(vname)
     for k, (a, directives, is_column) in enumerate(plans):
         if is_column and any(v in dense for v in a["inputs"].values()):
             # Its view is made dense for another reader: the op's own schedule reads the copy.
