@@ -57,15 +57,21 @@ def histories(storage: str, match: Iterable[str] = ()) -> list[dict[str, Any]]:
 
     from pypto.errors import ParamError
 
+    from .storage import opening, storage_url
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    url = storage if "://" in storage else f"sqlite:///{os.path.abspath(storage)}"
+    url = storage_url(storage)
     if url.startswith("sqlite:///") and not os.path.isfile(url[len("sqlite:///"):]):
         raise ParamError(f"no tuning study database at {url[len('sqlite:///'):]}; `pypto tune` writes "
                          "pypto_tune.db in the folder it runs in (or where --storage says)")
     match = [m for m in match if m]
-    out = []
-    for s in optuna.get_all_study_summaries(url, include_best_trial=False):
-        if match and not any(m in s.study_name for m in match):
-            continue
-        out.append(study_history(optuna.load_study(study_name=s.study_name, storage=url)))
-    return out
+
+    def read():
+        out = []
+        for s in optuna.get_all_study_summaries(url, include_best_trial=False):
+            if match and not any(m in s.study_name for m in match):
+                continue
+            out.append(study_history(optuna.load_study(study_name=s.study_name, storage=url)))
+        return out
+
+    return opening(url, read)

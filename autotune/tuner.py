@@ -47,6 +47,7 @@ from pypto.schedule.schedule import Schedule
 
 from .evaluate import Evaluator, Result
 from .space import FixedPoint, space_for, template_seed
+from .storage import opening, storage_url
 from .verdict import Verdict, decide, store_winner, timing_for
 
 AUTOSCHEDULERS = ("adams2019", "mullapudi2016", "li2018")
@@ -105,8 +106,7 @@ def default_storage() -> str:
 
 def make_storage(url: str, cfg: TuneConfig) -> optuna.storages.RDBStorage:
     """An RDB storage with heartbeats (so killed trials are failed and retried) and safe engines."""
-    if "://" not in url:
-        url = f"sqlite:///{os.path.abspath(url)}"
+    url = storage_url(url)
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         kwargs = {"connect_args": {"timeout": 300}}
@@ -114,20 +114,24 @@ def make_storage(url: str, cfg: TuneConfig) -> optuna.storages.RDBStorage:
         kwargs = {"pool_pre_ping": True}
     import sqlalchemy.exc
 
-    for attempt in range(6):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # heartbeats are marked experimental in Optuna
-                return optuna.storages.RDBStorage(
-                    url, engine_kwargs=kwargs, heartbeat_interval=cfg.heartbeat_interval,
-                    grace_period=cfg.grace_period,
-                    heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1))
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            # Two tuners creating the tables of a new database at once: the loser retries.
-            if attempt == 5:
-                raise
-            time.sleep(0.5 + attempt)
-    raise AssertionError("unreachable")
+    def create():
+        for attempt in range(6):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # heartbeats are marked experimental in Optuna
+                    return optuna.storages.RDBStorage(
+                        url, engine_kwargs=kwargs, heartbeat_interval=cfg.heartbeat_interval,
+                        grace_period=cfg.grace_period,
+                        heartbeat_stale_trial_callback=optuna.storages.RetryFailedTrialCallback(
+                            max_retry=1))
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+                # Two tuners creating the tables of a new database at once: the loser retries.
+                if attempt == 5:
+                    raise
+                time.sleep(0.5 + attempt)
+        raise AssertionError("unreachable")
+
+    return opening(url, create)
 
 
 def make_sampler(name: str, seed: int | None, n_startup: int = 10):
