@@ -6,23 +6,25 @@ import json
 
 import click
 
+from ..errors import PyptoError
+from .common import writable_file
+
 
 @click.command()
 @click.argument("match", nargs=-1)
 @click.option("--storage", default="pypto_tune.db", show_default=True,
               help="Optuna storage the tuner wrote (sqlite file or database URL).")
-@click.option("--plot", default=None, type=click.Path(dir_okay=False),
+@click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=writable_file,
               help="Convergence chart (PNG): best found against trials and wall time.")
 @click.option("--json", "json_out", default=None, type=click.Path(dir_okay=False),
-              help="Write the histories as JSON.")
+              callback=writable_file, help="Write the histories as JSON.")
 @click.option("--from-json", "from_json", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Read histories written by --json instead of a study database.")
 def study(match, storage, plot, json_out, from_json):
     """Best time found against trials and wall time, for studies whose name contains MATCH."""
     if from_json:
-        with open(from_json) as f:
-            hist = json.load(f)
-        hist = [h for h in hist if not match or any(m in h["study"] for m in match)]
+        hist = [h for h in read_histories(from_json)
+                if not match or any(m in h["study"] for m in match)]
     else:
         try:
             from autotune.history import histories
@@ -49,6 +51,45 @@ def study(match, storage, plot, json_out, from_json):
         from ..bench.plots import plot_convergence
 
         click.echo(f"wrote {plot_convergence(hist, plot)}", err=True)
+
+
+#: What ``--from-json`` needs of each history (as ``--json`` writes them), by type.
+_FIELDS = {"study": str, "op": str, "shape": str, "n_trials": int, "n_failed": int,
+           "best_ms": (int, float, type(None)), "best_baseline_ms": (int, float, type(None)),
+           "wall_s": (int, float, type(None)), "curve": list}
+
+
+def read_histories(path: str) -> list[dict]:
+    """Histories written by ``pypto study --json``, checked: a file that is not one is a
+    ParamError naming the file, the history and the field (never a KeyError or TypeError)."""
+    from ..errors import ParamError
+    from ..infra.jsonio import strict_loads
+
+    try:
+        with open(path, "rb") as f:
+            doc = strict_loads(f.read(), path)
+    except OSError as e:
+        raise ParamError(f"{path}: cannot be read ({e.strerror})") from None
+    except PyptoError as e:
+        raise ParamError(f"{e}; --from-json reads a file written by `pypto study --json`") from None
+    if not isinstance(doc, list):
+        raise ParamError(f"{path}: expected a list of study histories (as `pypto study --json` "
+                         f"writes), got a JSON {type(doc).__name__}")
+    for i, h in enumerate(doc):
+        if not isinstance(h, dict):
+            raise ParamError(f"{path}: history #{i} is not an object")
+        for name, kind in _FIELDS.items():
+            v = h.get(name)
+            if name not in h or isinstance(v, bool) or not isinstance(v, kind):
+                raise ParamError(f"{path}: history #{i} has no valid {name!r} (got {v!r}); "
+                                 "--from-json reads a file written by `pypto study --json`")
+        for j, c in enumerate(h["curve"]):
+            if (not isinstance(c, dict) or not isinstance(c.get("trial"), int)
+                    or not isinstance(c.get("elapsed_s"), (int, float))
+                    or not isinstance(c.get("best_ms"), (int, float, type(None)))):
+                raise ParamError(f"{path}: history #{i}, curve point #{j} needs 'trial' (int), "
+                                 "'elapsed_s' (number) and 'best_ms' (number or null)")
+    return doc
 
 
 def _f(v) -> str:
