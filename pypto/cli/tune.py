@@ -45,8 +45,30 @@ def read_suite(path: str) -> list[dict]:
     for i, it in enumerate(items):
         if not isinstance(it, dict) or "op" not in it or "shape" not in it:
             raise ParamError(f"{path}: item #{i} needs 'op' and 'shape'")
+        _check_item_fields(it, f"{path}: item #{i}")
         _check_registered(it["op"], f"{path}: item #{i}")
     return items
+
+
+def _check_item_fields(it: dict, where: str) -> None:
+    """A suite item's fields have the types the command line would give them."""
+    extra = sorted(set(it) - {"op", "shape", "dtype", "params"})
+    if extra:
+        raise ParamError(f"{where}: unknown field(s) {extra}; an item has op, shape, dtype and "
+                         "params")
+    if not isinstance(it["shape"], str):
+        raise ParamError(f"{where}: 'shape' must be a string such as \"M=1024,N=1024\", "
+                         f"got {it['shape']!r}")
+    if it.get("dtype") is not None and not isinstance(it["dtype"], str):
+        raise ParamError(f"{where}: 'dtype' must be a string such as \"float32\" (or "
+                         f"\"float32,int32\", one per input), got {it['dtype']!r}")
+    ps = it.get("params", {})
+    if ps is not None and not isinstance(ps, dict):
+        raise ParamError(f"{where}: 'params' must be an object of NAME: value, got {ps!r}")
+    for k, v in (ps or {}).items():
+        if not isinstance(v, (bool, int, float, str)):
+            raise ParamError(f"{where}: parameter {k!r} must be a number, string or true/false, "
+                             f"got {v!r}")
 
 
 def _check_registered(name, where: str) -> None:
@@ -108,7 +130,7 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         raise click.ClickException(f"the tuner needs its dependencies ({e}); reinstall PyPTO") from None
 
     if suite:
-        jobs = [(it["op"], parse_shape(it["shape"]), it.get("dtype"), it.get("params", {}))
+        jobs = [(it["op"], parse_shape(it["shape"]), it.get("dtype"), it.get("params") or {})
                 for it in read_suite(suite)]
     elif op_name and shapes:
         jobs = [(op_name, parse_shape(s), dtype, parse_params(params)) for s in shapes]
