@@ -101,6 +101,25 @@ def aot_target(name: str) -> hl.Target:
     return hl.Target(str(t).replace("-jit", ""))
 
 
+def _output_folder(out_dir) -> Path:
+    """``out_dir`` checked before anything is compiled: it is a folder, or can be made one (its
+    parents are created now: the build writes its files in a temporary folder beside it)."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        blocker = next((p for p in reversed(out.parents) if p.exists() and not p.is_dir()), None)
+        why = (f"{blocker} is a file, not a folder" if blocker is not None
+               else f"{e.strerror} ({e.filename})")
+        raise PyptoError(f"cannot create the output folder {out}: {why}; choose another -o") from None
+    if not os.access(out.parent, os.W_OK | os.X_OK) or (out.is_dir() and
+                                                        not os.access(out, os.W_OK | os.X_OK)):
+        raise PyptoError(f"cannot write the output folder {out}; choose another -o")
+    return out
+
+
 def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, int] | None,
              dtypes: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
              formats: Sequence[str] = ("static",), name: str | None = None,
@@ -108,9 +127,7 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
     """Compiles ``op`` for ``target`` (comma-separated: a multi-target static library)."""
     from ..infra.version import __version__
 
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
+    out = _output_folder(out_dir)
     bad = [f for f in formats if f not in FORMATS]
     if bad:
         raise PyptoError(f"unknown format(s) {bad}; choose from {', '.join(FORMATS)}")
@@ -374,9 +391,7 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
     from ..infra.inputs import complete_dims
     from ..database.lookup import search_path
 
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
+    out = _output_folder(out_dir)
     if "," in target:
         raise PyptoError("--all-shapes builds for one target at a time")
     t = aot_target(target)
