@@ -36,6 +36,8 @@ from pathlib import Path
 import halide as hl
 import numpy as np
 
+from ..errors import DatabaseError
+from ..infra.jsonio import strict_loads
 from . import parallel
 from .trust import private_dir, untrusted, untrusted_ancestor
 
@@ -313,7 +315,7 @@ def load(key: str, nargs: int | None = None) -> DiskCallable | None:
     try:
         from .aot import _sha
 
-        meta = json.loads(meta_path.read_text())
+        meta = strict_loads(meta_path.read_bytes(), str(meta_path))  # bounded: no RecursionError
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise ValueError("unknown format")
         if meta.get("function") != function:
@@ -321,7 +323,7 @@ def load(key: str, nargs: int | None = None) -> DiskCallable | None:
         if _sha(lib_path) != meta.get("sha256"):
             raise ValueError("checksum mismatch")
         return DiskCallable(ctypes.CDLL(str(lib_path)), function, lib_path, nargs)
-    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, DatabaseError):
         shutil.rmtree(d, ignore_errors=True)  # missing, truncated or not this key's: rebuild
         return None
 

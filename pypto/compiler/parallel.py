@@ -39,6 +39,9 @@ import threading
 import warnings
 from pathlib import Path
 
+from ..errors import DatabaseError
+from ..infra.jsonio import strict_loads
+
 SOURCE = Path(__file__).with_name("parallel.c")
 LIBRARY = "libpypto_parallel.so"  # fixed: never read from the metadata
 _FORMAT = 1
@@ -93,10 +96,10 @@ def _build(cc: list[str], root: Path, key: str) -> Path:
                 raise PermissionError(f"{p} {why}: remove it (pypto cache clear) or make it "
                                       f"yours and private (chmod go-w)")
         try:
-            meta = json.loads(meta_path.read_text())
+            meta = strict_loads(meta_path.read_bytes(), str(meta_path))  # no RecursionError
             if isinstance(meta, dict) and meta.get("sha256") == _sha(lib):
                 return lib
-        except (OSError, ValueError):
+        except (OSError, ValueError, DatabaseError):
             pass
         shutil.rmtree(dest, ignore_errors=True)  # damaged: build again
     private_dir(root)
