@@ -274,6 +274,73 @@ class Tensor:
     def argmin(self, axis=None, keepdims=False):
         return self._reduce("argmin", axis, keepdims)
 
+    def all(self, axis=None, keepdims=False):
+        return self._reduce("all", axis, keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        return self._reduce("any", axis, keepdims)
+
+    # -- other NumPy methods, as the ops they name -------------------------------------------------
+    def _scan(self, name, axis):
+        from .. import ops
+
+        if axis is None:            # NumPy's default: over the flattened array
+            return getattr(ops, name)(self.reshape(-1), axis=0)
+        return getattr(ops, name)(self, axis=axis)
+
+    def cumsum(self, axis=None):
+        return self._scan("cumsum", axis)
+
+    def cumprod(self, axis=None):
+        return self._scan("cumprod", axis)
+
+    def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
+        from .. import ops
+
+        return ops.clip(self, min, max)
+
+    def round(self, decimals=0):  # noqa: A003
+        from .. import ops
+
+        if decimals != 0:
+            raise TraceError(f"round: decimals={decimals!r} is not supported in a PyPTO program "
+                             f"(at {user_frame()}); scale first, e.g. round(x * 100) / 100")
+        return ops.round(self)
+
+    def argsort(self, axis=-1):
+        from .. import ops
+
+        return ops.argsort(self, axis=axis)
+
+    def repeat(self, repeats, axis=None):
+        from .. import ops
+
+        return ops.repeat(self, repeats, axis=axis)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        from .. import ops
+
+        return ops.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        from .. import ops
+
+        return ops.trace(self, offset, axis1, axis2)
+
+    def dot(self, b):
+        from .. import ops
+
+        nd = max(self.ndim, np.ndim(b))
+        if nd > 2:
+            raise TraceError(f"dot: a Tensor's dot takes 1-D and 2-D operands (got {self.ndim}-D "
+                             f"and {np.ndim(b)}-D, at {user_frame()}); use pypto.ops.matmul or "
+                             "pypto.ops.einsum for stacks")
+        return ops.matmul(self, b)
+
+    def sort(self, axis=-1):
+        raise TraceError(f"sort: a pypto.Tensor cannot be sorted in place (at {user_frame()}); "
+                         "Tensors are values: use s = pypto.ops.sort(t, axis)")
+
     # -- operators ----------------------------------------------------------------------------
     def __add__(self, o):
         return _binop("add", self, o)
