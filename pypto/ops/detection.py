@@ -2,8 +2,11 @@
 
 Boxes are rows ``(x1, y1, x2, y2)`` unless a format says otherwise. IoU is torchvision's:
 ``inter / (area1 + area2 - inter)`` with ``area = (x2 - x1) * (y2 - y1)`` and the intersection's
-sides clamped at 0, computed in the boxes' dtype exactly as written (IEEE, no reassociation), so
-a box at the threshold is kept or dropped as a plain NumPy computation of the same formula says.
+sides clamped at 0, computed in the boxes' dtype exactly as written (IEEE, no reassociation).
+``nms`` compares that IoU with ``iou_threshold`` in float64, as torchvision's kernels compare a
+float IoU with their double threshold: a float32 IoU of 1/3 (0.3333333432...) is above a
+threshold of 1/3 and suppresses, where a float32 comparison (NumPy's or torch's ``iou > 1/3``)
+would round the threshold to the same float32 and keep the box.
 
 ``nms`` and ``batched_nms`` keep a data-dependent number of boxes. They return a fixed-size
 result plus a count: ``(keep, count)`` where ``keep`` is int64 [N] holding the indices of the
@@ -156,7 +159,8 @@ def _np_nms(boxes, scores, thr, idxs=None):
     boxes, scores = np.asarray(boxes), np.asarray(scores)
     key = np.where(np.isnan(scores), -np.inf, scores.astype(np.float64))
     order = sorted(range(len(scores)), key=lambda i: (-key[i], np.isnan(scores[i]), i))
-    iou = _np_iou(boxes, boxes)
+    iou = _np_iou(boxes, boxes).astype(np.float64)   # compared with the threshold in float64
+    thr = float(thr)
     kept = []
     for i in order:
         if all(not (iou[j, i] > thr and (idxs is None or idxs[j] == idxs[i])) for j in kept):
