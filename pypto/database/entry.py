@@ -21,9 +21,9 @@ from ..schedule.schedule import Schedule
 FORMAT = 1
 #: Records of "measured slower than the default at this shape" kept on one entry; the oldest go.
 MAX_SLOWER = 32
-OP_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
-DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")
+OP_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
+FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}\Z")
+DIM_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}\Z")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +109,7 @@ class Entry:
     def from_json(obj: Any, where: str) -> "Entry":
         """Parses one entry; the JSON Schema has already checked types and bounds."""
         k = obj["key"]
+        _check_key_names(k, where)
         try:
             schedule = Schedule.from_json(obj["schedule"], f"{where} schedule")
         except ScheduleError as e:
@@ -122,6 +123,23 @@ class Entry:
         return Entry(key=key, schedule=schedule, time_ms=obj.get("time_ms"),
                      baselines=dict(obj.get("baselines") or {}),
                      provenance=dict(obj.get("provenance") or {}), slower_at=slower)
+
+
+_FP_RE = re.compile(r"^[0-9a-f]{8,64}\Z")
+_PARAM_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")
+
+
+def _check_key_names(k: Mapping, where: str) -> None:
+    """The key's names, matched whole. The JSON Schema's patterns end in ``$``, which Python's
+    ``re`` (what ``jsonschema`` uses) also matches before a final newline: ``"M\\n"`` passed."""
+    names = [("op", k["op"], OP_RE), ("family", k["family"], FAMILY_RE),
+             ("fingerprint", k["fingerprint"], _FP_RE)]
+    names += [("shape dim", d, DIM_RE) for d in k["shape"]]
+    names += [("parameter", p, _PARAM_RE) for p in k["params"]]
+    for what, value, pattern in names:
+        if not pattern.match(value):
+            raise DatabaseError(f"{where}: key {what} {value!r} is not allowed "
+                                f"(allowed: {pattern.pattern})")
 
 
 #: How a non-finite float parameter (a fill such as masked_fill's -inf) is written in a key:

@@ -24,8 +24,8 @@ from ..errors import PyptoError
 
 FOLDER = "programs"
 SUFFIX = ".graph"
-_NAME = re.compile(r"^g_[0-9a-f]{16}$")
-_OP_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")     # the database's op names (schema.json)
+_NAME = re.compile(r"^g_[0-9a-f]{16}\Z")
+_OP_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}\Z")     # the database's op names (schema.json)
 _loader: Callable[[str], object] | None = None
 
 

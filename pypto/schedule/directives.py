@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ScheduleError
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]{0,63}\Z")
 
 #: Upper bounds on every factor a schedule may ask for. They keep compile time and memory bounded:
 #: Halide's compile time grows much faster than the unroll factor (unroll 1024 takes about a minute).
