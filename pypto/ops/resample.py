@@ -9,7 +9,9 @@
 - ``roi_pool(x, boxes, output_size, spatial_scale=1.0)``: ``torchvision.ops.roi_pool``: box
   corners scaled in the input's dtype and rounded half away from zero; a box spans
   ``end - start + 1`` pixels (at least 1) cut into bins of ``span / pooled`` pixels; each output
-  is the maximum of its bin clamped to the image (0 for an empty bin). ``boxes`` are [K, 5] rows
+  is the maximum of its bin clamped to the image (0 for an empty bin). NaNs are skipped, as
+  torchvision's kernel skips them; a bin of NaN and -inf only gives -inf (torchvision: -FLT_MAX).
+  ``boxes`` are [K, 5] rows
   ``(batch_index, x1, y1, x2, y2)`` or a list of [L_i, 4] arrays, as for ``roi_align``.
 """
 
@@ -228,7 +230,8 @@ def _roi_pool_ref(x, boxes, output_size, spatial_scale=1.0):
                 ws = min(max(int(np.floor(t(j) * bw)) + x1, 0), w)
                 we = min(max(int(np.ceil(t(j + 1) * bw)) + x1, 0), w)
                 if he > hs and we > ws:
-                    out[k, :, i, j] = img[:, hs:he, ws:we].max(axis=(1, 2))
+                    vals = img[:, hs:he, ws:we]
+                    out[k, :, i, j] = np.where(np.isnan(vals), -np.inf, vals).max(axis=(1, 2))
     return out
 
 
@@ -302,9 +305,10 @@ def roi_pool(x, boxes, *, pooled_height, pooled_width, spatial_scale, dims):
     r.where((r.x < we - ws) & (r.y < he - hs))
     acc = hl.Func("acc")
     acc[ow, oh, c, k] = hl.cast(t, -math.inf)
-    acc[ow, oh, c, k] = hl.max(acc[ow, oh, c, k],
-                               x[hl.clamp(ws + r.x, 0, dims.W - 1), hl.clamp(hs + r.y, 0, dims.H - 1),
-                                 c, n])
+    v = x[hl.clamp(ws + r.x, 0, dims.W - 1), hl.clamp(hs + r.y, 0, dims.H - 1), c, n]
+    # torchvision's ``if (v > maxval) maxval = v``: a NaN never replaces the maximum. Strict, so
+    # the compare keeps its IEEE meaning (hl.max kept a NaN at the end of a bin, dropped others).
+    acc[ow, oh, c, k] = hl.strict_float(hl.select(v > acc[ow, oh, c, k], v, acc[ow, oh, c, k]))
     out = hl.Func("out")
     out[ow, oh, c, k] = hl.select((he > hs) & (we > ws), acc[ow, oh, c, k], hl.cast(t, 0))
     return out

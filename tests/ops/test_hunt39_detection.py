@@ -55,3 +55,54 @@ def test_nms_threshold_one_third_suppresses():
     assert float(np.float32(1) / np.float32(3)) > 1 / 3
     keep, count = pypto.get_op("nms").reference(boxes, np.array([2, 1], np.float32), 1 / 3)
     assert int(count) == 1 and keep.tolist() == [0, -1]
+
+
+def _torchvision_roi_pool(x, boxes, ph, pw):
+    """torchvision's roi_pool loop for spatial_scale 1, written out: ``if (v > maxval)``."""
+    n, c, h, w = x.shape
+    t = x.dtype.type
+    out = np.zeros((len(boxes), c, ph, pw), x.dtype)
+    for k, (bi, x1, y1, x2, y2) in enumerate(boxes):
+        x1, y1, x2, y2 = (int(np.sign(v) * np.floor(abs(v) + 0.5)) for v in (x1, y1, x2, y2))
+        bh = t(max(y2 - y1 + 1, 1)) / t(ph)
+        bw = t(max(x2 - x1 + 1, 1)) / t(pw)
+        for i in range(ph):
+            hs = min(max(int(np.floor(t(i) * bh)) + y1, 0), h)
+            he = min(max(int(np.ceil(t(i + 1) * bh)) + y1, 0), h)
+            for j in range(pw):
+                ws = min(max(int(np.floor(t(j) * bw)) + x1, 0), w)
+                we = min(max(int(np.ceil(t(j + 1) * bw)) + x1, 0), w)
+                for ch in range(c):
+                    best = t(0) if (he <= hs or we <= ws) else t(-np.inf)
+                    for v in x[int(bi), ch, hs:he, ws:we].ravel():
+                        if v > best:
+                            best = v
+                    out[k, ch, i, j] = best
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_roi_pool_skips_nan_wherever_it_sits_in_a_bin(dtype):
+    x = np.arange(16, dtype=dtype).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 0] = np.nan          # first pixel of bin (0, 0)
+    x[0, 0, 3, 3] = np.nan          # last pixel of bin (1, 1)
+    boxes = np.array([[0, 0, 0, 3, 3]], dtype)
+    got = P.roi_pool(x, boxes, 2)
+    np.testing.assert_array_equal(got[0, 0], np.array([[5, 7], [13, 14]], dtype))
+    np.testing.assert_array_equal(pypto.get_op("roi_pool").reference(x, boxes, 2), got)
+    allnan = np.full((1, 1, 2, 2), np.nan, dtype)
+    assert P.roi_pool(allnan, np.array([[0, 0, 0, 1, 1]], dtype), 1)[0, 0, 0, 0] == -np.inf
+
+
+def test_roi_pool_nan_against_torchvision_loop():
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        h, w = (int(v) for v in rng.integers(1, 9, 2))
+        x = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+        x[rng.random(x.shape) < 0.3] = np.nan
+        xy = rng.uniform(-2, max(h, w) + 1, (4, 2, 2))
+        boxes = np.concatenate([rng.integers(0, 2, (4, 1)), xy.min(1), xy.max(1)], 1)
+        boxes = boxes.astype(np.float32)
+        ph, pw = (int(v) for v in rng.integers(1, 4, 2))
+        np.testing.assert_array_equal(P.roi_pool(x, boxes, (ph, pw)),
+                                      _torchvision_roi_pool(x, boxes, ph, pw))
