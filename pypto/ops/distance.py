@@ -114,10 +114,18 @@ def _cos_ref(x1, x2, dim=1, eps=1e-8):
 def _cos_frontend(x1, x2, dim=1, eps=1e-8):
     """Cosine similarity along ``dim`` (``F.cosine_similarity``)."""
     a, b, shape = _pair("cosine_similarity", x1, x2)
-    ax = _axis("cosine_similarity", dim, len(shape))
+    ax = _dim("cosine_similarity", dim, len(shape))
     o, n, i = int(np.prod(shape[:ax])), shape[ax], int(np.prod(shape[ax + 1:]))
     out = cosine_similarity.kernel(a.reshape(o, n, i), b.reshape(o, n, i), eps=float(eps))
     return out.reshape(shape[:ax] + shape[ax + 1:])
+
+
+def _dim(name, dim, ndim):
+    """``dim`` (torch's name for the axis) checked; the error names ``dim``, not ``axis``."""
+    try:
+        return _axis(name, dim, ndim)
+    except ParamError as e:
+        raise ParamError(str(e).replace("'axis'", "'dim'", 1)) from None
 
 
 @op(category="distance", inputs={"x1": "O R I", "x2": "O R I"}, output="O I", dtypes=_FLOATS,
