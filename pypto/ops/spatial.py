@@ -152,9 +152,16 @@ def _bins(n_in, n_out):
     return (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
 
 
+def _out_size(output_size, shape, name="adaptive_avg_pool2d"):
+    """(oh, ow) from an int or a pair; a None in the pair keeps that input size, as in torch."""
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 2 and None in output_size:
+        output_size = tuple(n if v is None else v for v, n in zip(output_size, shape[-2:]))
+    return _pair(output_size, name, "output_size", 1)
+
+
 def _aap_ref(x, output_size):
     x = np.asarray(x)
-    oh, ow = _pair(output_size, "adaptive_avg_pool2d", "output_size", 1)
+    oh, ow = _out_size(output_size, x.shape)
     hs, he = _bins(x.shape[-2], oh)
     ws, we = _bins(x.shape[-1], ow)
     out = np.empty(x.shape[:-2] + (oh, ow))
@@ -166,12 +173,13 @@ def _aap_ref(x, output_size):
 
 
 def _aap_frontend(x, output_size):
-    """``F.adaptive_avg_pool2d`` of [N, C, H, W] (or [C, H, W]) to ``output_size``."""
+    """``F.adaptive_avg_pool2d`` of [N, C, H, W] (or [C, H, W]) to ``output_size``: an int, or
+    a pair (oh, ow) in which None keeps the input's size along that axis."""
     name = "adaptive_avg_pool2d"
     x = as_array(x, name, "x")
     if x.ndim not in (3, 4):
         raise ShapeError(f"{name}: x must be [N, C, H, W] or [C, H, W], got shape {x.shape}")
-    oh, ow = _pair(output_size, name, "output_size", 1)
+    oh, ow = _out_size(output_size, x.shape, name)
     x4 = x.reshape((-1,) + x.shape[-3:])
     out = adaptive_avg_pool2d.kernel(x4, out_h=oh, out_w=ow)
     return out.reshape(x.shape[:-2] + (oh, ow))
