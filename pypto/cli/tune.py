@@ -152,6 +152,10 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
             ("unfused",) if "unfused" not in base else ())
     secs = parse_duration(timeout)
     db_dir = db_dir or default_db()
+    if not no_write and not worker_only:
+        from ..database.store import check_writable
+
+        check_writable(db_dir)  # before the run, not after it: the winner is written at the end
     results = []
     for spec, shape, dt, ps in jobs:
         dts = dt if isinstance(dt, tuple) else _dtypes(spec, dt)

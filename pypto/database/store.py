@@ -193,6 +193,24 @@ class MemoryDatabase(Database):
         return iter(list(self._by_key.values()))
 
 
+def check_writable(root: str | os.PathLike) -> Path:
+    """``root`` as a database folder that can be written: created if missing. Checked before a
+    long run (tuning) that writes its result at the end.
+
+    Raises:
+        DatabaseError: it cannot be created (a file in the way) or written.
+    """
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DatabaseError(f"cannot create the database folder {root}: {e.strerror}"
+                            f"{f' ({e.filename})' if e.filename else ''}; give another --db") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise DatabaseError(f"the database folder {root} cannot be written; give another --db")
+    return root
+
+
 def _safe_component(value: str, pattern, what: str) -> str:
     if not isinstance(value, str) or not pattern.match(value):
         raise DatabaseError(f"invalid {what} {value!r} for a database path "
@@ -254,8 +272,10 @@ class DirectoryDatabase(Database):
         """
         try:
             st = path.stat()
-        except FileNotFoundError:
-            return LoadResult([], [])
+        except (FileNotFoundError, NotADirectoryError):
+            return LoadResult([], [])  # no such file (a folder on the path may be a file)
+        except OSError as e:
+            return LoadResult([], [f"{path}: cannot be read ({e.strerror})"])
         cached = self._cache.get(path)
         if cached and cached.stat == _stat_sig(st):
             return cached.result
@@ -268,7 +288,7 @@ class DirectoryDatabase(Database):
         where = str(path)
         try:
             st = path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             self._cache.pop(path, None)
             return _Parsed((), "", LoadResult([], []), {})
         except OSError as e:
@@ -371,23 +391,40 @@ class DirectoryDatabase(Database):
         from filelock import FileLock, Timeout
 
         path = self.path(op, family)
-        path.parent.mkdir(parents=True, exist_ok=True)
+
+        def unwritable(e: OSError) -> DatabaseError:
+            # A folder that cannot be made or written (a file in the way, read-only, disk full):
+            # the file, if any, is as it was (writes are atomic).
+            return DatabaseError(f"cannot write the database file {path}: {e.strerror or e}"
+                                 f"{f' ({e.filename})' if e.filename else ''}; write to a "
+                                 "database folder you can write, or fix this one")
+
+        lock = FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
         try:
-            with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
-                current = self._read(path)
-                res = current.result
-                if res.problems and not res.entries and path.exists():
-                    raise DatabaseError(
-                        f"{path}: refusing to overwrite a file that does not load "
-                        f"({res.problems[0]}); fix or move it, then write again")
-                new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems)))
-                if new is None:
-                    return res.entries
-                return self._write(path, op, family, new, current.known)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
         except Timeout:
             raise DatabaseError(f"{path}: another writer held the lock {path}.lock for "
                                 f"{LOCK_TIMEOUT_S:.0f} s; try again, or remove the lock file if "
                                 "no PyPTO process is writing") from None
+        except OSError as e:
+            raise unwritable(e) from None
+        try:
+            current = self._read(path)
+            res = current.result
+            if res.problems and not res.entries and path.exists():
+                raise DatabaseError(
+                    f"{path}: refusing to overwrite a file that does not load "
+                    f"({res.problems[0]}); fix or move it, then write again")
+            new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems)))
+            if new is None:
+                return res.entries
+            try:
+                return self._write(path, op, family, new, current.known)
+            except OSError as e:
+                raise unwritable(e) from None
+        finally:
+            lock.release()
 
     def _write(self, path: Path, op: str, family: str, new: list[Entry], known: dict) -> list[Entry]:
         by_key: dict[Key, Entry] = {}
