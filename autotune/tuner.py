@@ -207,11 +207,12 @@ class Tuner:
         return space_for(build(self.op, self.dtypes, self.params), self.dims, self.target)
 
     def _incumbent(self, study) -> tuple[dict | None, float | None]:
-        try:
-            best = study.best_trial
-        except ValueError:
-            return None, None
-        return json.loads(best.user_attrs["schedule"]), best.value
+        """The best completed trial's schedule and value (trials without a usable schedule,
+        such as one another tool added to the study, are passed over)."""
+        done = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+        best = min((t for t in done if trial_schedule(t) is not None), key=lambda t: t.value,
+                   default=None)
+        return (None, None) if best is None else (trial_schedule(best), best.value)
 
     def _add_baselines(self, study, ev: Evaluator) -> None:
         have = {t.user_attrs.get("baseline") for t in study.get_trials(deepcopy=False)}
@@ -475,6 +476,11 @@ class Tuner:
     def _finish(self, study, ev: Evaluator) -> TuneResult:
         cfg = self.cfg
         done = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))]
+        unusable = [t.number for t in done if trial_schedule(t) is None]
+        if unusable:
+            self.say(f"left out trial(s) {unusable[:10]}: no schedule recorded (added to the "
+                     "study by another tool, or damaged)")
+            done = [t for t in done if t.number not in unusable]
         cands: dict[str, dict] = {}
         db = DirectoryDatabase(cfg.db or write_root())
         key = Key.make(self.op.name, self.dtypes, self.key_dims, self.params, self.family, self.fp)
@@ -486,13 +492,13 @@ class Tuner:
             cands["nearest"] = nearest.schedule.to_json()
         for t in done:
             if "baseline" in t.user_attrs:
-                cands[t.user_attrs["baseline"]] = json.loads(t.user_attrs["schedule"])
+                cands[t.user_attrs["baseline"]] = trial_schedule(t)
         tuned = [t for t in sorted(done, key=lambda t: t.value) if "baseline" not in t.user_attrs]
         hashes = {_hash(dict(s, fingerprint=None)) for s in cands.values()}
         for t in tuned:
             if len([n for n in cands if n.startswith("tuned")]) >= cfg.top_k:
                 break
-            s = json.loads(t.user_attrs["schedule"])
+            s = trial_schedule(t)
             h = _hash(dict(s, fingerprint=None))
             if h not in hashes:
                 cands[f"tuned#{t.number}"] = s
@@ -564,6 +570,22 @@ class Tuner:
 
 
 _OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def trial_schedule(trial) -> dict | None:
+    """The schedule (JSON object) a trial recorded, or None when it has no usable one: the
+    study is shared storage, and a trial another tool added, or a damaged attribute, must not
+    stop the run with a KeyError. The schedule itself is checked where it is compiled."""
+    from pypto.infra.jsonio import strict_loads
+
+    text = trial.user_attrs.get("schedule")
+    if not isinstance(text, str):
+        return None
+    try:
+        obj = strict_loads(text, f"trial {trial.number}'s schedule")
+    except PyptoError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def finished_trials(study) -> list:
