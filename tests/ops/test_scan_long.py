@@ -1,9 +1,12 @@
-"""cummax/cummin of one long row: the chunked kernel against the general one and NumPy.
+"""cummax, cummin and logcumsumexp of one long row: the chunked kernels against the general
+ones and NumPy.
 
-A single row of ``LONG_ROW`` elements or more takes ``pypto.ops.scan._cumext_long`` (chunk
+A single row of ``LONG_ROW`` elements or more takes ``pypto.ops.scan._LONG`` (chunk
 summaries, their carries, then every chunk scanned again from its carry). The running extreme is
-associative with its tie and NaN rules, so the result must equal the serial scan's bit for bit:
-indices, values and the signs of zeros.
+associative with its tie and NaN rules, so cummax/cummin must equal the serial scan bit for bit:
+indices, values and the signs of zeros. logcumsumexp's sums round differently by chunks (and
+lose less over a long row): it is checked against float64, its special values against the serial
+scan.
 """
 
 from __future__ import annotations
@@ -88,3 +91,38 @@ def test_public_call_of_a_long_row_takes_the_chunked_form(name):
     out = (np.empty_like(x), np.empty(x.shape, np.int64))
     assert getattr(P, name)(x, out=out) is out
     np.testing.assert_array_equal(out[1], indices)
+
+
+# -- logcumsumexp ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_chunked_logcumsumexp_matches_a_float64_reference(n, dtype):
+    x = np.random.default_rng(2).uniform(-30.0, 30.0, n).astype(dtype)
+    want = np.logaddexp.accumulate(x.astype(np.float64))
+    got = _LONG["logcumsumexp"].kernel(x)
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5 if dtype == "float32" else 1e-10)
+
+
+def test_chunked_logcumsumexp_special_values_as_the_serial_scan():
+    x = np.random.default_rng(3).uniform(-3.0, 3.0, 70 * CHUNK + 123).astype(np.float32)
+    x[100], x[5000], x[200000] = np.inf, -np.inf, np.nan
+    got = _LONG["logcumsumexp"].kernel(x)
+    ser = P.logcumsumexp.kernel(x.reshape(1, -1, 1)).reshape(-1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ser))
+    np.testing.assert_array_equal(got[~np.isfinite(ser)], ser[~np.isfinite(ser)])
+    # every chunk -inf until one finite element, several chunks in
+    y = np.full(x.size, -np.inf, np.float32)
+    y[9 * CHUNK + 7] = 1.0
+    np.testing.assert_array_equal(_LONG["logcumsumexp"].kernel(y),
+                                  P.logcumsumexp.kernel(y.reshape(1, -1, 1)).reshape(-1))
+
+
+def test_public_logcumsumexp_of_a_long_row_is_chunked_and_accurate():
+    x = np.random.default_rng(4).standard_normal(LONG_ROW + 4097).astype(np.float32)
+    with observe() as calls:
+        got = P.logcumsumexp(x)
+    assert [c[0] for c in calls] == [_LONG["logcumsumexp"]]
+    np.testing.assert_allclose(got, np.logaddexp.accumulate(x.astype(np.float64)), rtol=0,
+                               atol=2e-5)

@@ -130,12 +130,13 @@ CHUNK = 4096
 
 
 def _scan_long(built, dims, lanes):
-    """cummax/cummin of one long row by chunks (``pypto.ops.scan._cumext_long``): the chunk
-    summaries in vector lanes across chunks, in parallel; their carries serially (one step a
-    chunk); then blocks of ``lanes`` chunks, each block scanned with one chunk a lane into a
-    running buffer of its own (chunks innermost), copied out in parallel.
+    """One long row by chunks (``pypto.ops.scan``: cummax/cummin's ``_cumext_long``,
+    ``_lse_long``): the chunk summaries in vector lanes across chunks, in parallel; their carries
+    serially (one step a chunk); then blocks of ``lanes`` chunks, each block scanned with one
+    chunk a lane into a running buffer of its own (chunks innermost), copied out in parallel.
+    cummax/cummin's values (the input at the indices) are a pass of their own.
 
-    The indices start at 0 (``bound``) and blocks are whole (the last one guarded, not shifted
+    The output starts at 0 (``bound``) and blocks are whole (the last one guarded, not shifted
     inwards), so a block's buffer holds exactly ``lanes`` chunks and the copy reads it as a
     ``lanes`` x ``lanes`` transpose: 16M float32, cummax under load, the copy 130 -> 32-43 ms
     against a gather per element. Rows shorter than two blocks (only a direct kernel call makes
@@ -144,6 +145,7 @@ def _scan_long(built, dims, lanes):
     block = lanes * CHUNK
     (j,) = built.funcs["summary"].updates[0]
     (k,) = built.funcs["run"].updates[1]
+    (out,) = [f.name for f in built.funcs.values() if f.is_output and "run" in f.calls]
     ds = [D("compute_root", "summary"),
           D("split", "summary", 1, var="c", outer="co", inner="cv", factor=lanes,
             tail="guard_with_if"),
@@ -151,29 +153,29 @@ def _scan_long(built, dims, lanes):
           D("vectorize", "summary", 1, var="cv"),
           D("parallel", "summary", 1, var="co"),
           D("compute_root", "carry"),
-          D("bound", "indices", var="r", min=0, extent=n),
-          D("split", "indices", var="r", outer="rb", inner="rr", factor=block,
-            tail="guard_with_if"),
-          D("split", "indices", var="rr", outer="rc", inner="rj", factor=CHUNK),
-          D("split", "indices", var="rj", outer="jo", inner="ji", factor=lanes),
-          D("reorder", "indices", vars=["ji", "rc", "jo", "rb"]),
-          D("vectorize", "indices", var="ji"),
-          D("vectorize", "indices", var="rc"),
-          D("parallel", "indices", var="rb"),
-          D("compute_at", "run", at="indices", var="rb"),
+          D("bound", out, var="r", min=0, extent=n),
+          D("split", out, var="r", outer="rb", inner="rr", factor=block, tail="guard_with_if"),
+          D("split", out, var="rr", outer="rc", inner="rj", factor=CHUNK),
+          D("split", out, var="rj", outer="jo", inner="ji", factor=lanes),
+          D("reorder", out, vars=["ji", "rc", "jo", "rb"]),
+          D("vectorize", out, var="ji"),
+          D("vectorize", out, var="rc"),
+          D("parallel", out, var="rb"),
+          D("compute_at", "run", at=out, var="rb"),
           D("reorder_storage", "run", vars=["c", "r"]),
           D("bound_extent", "run", var="c", extent=lanes),
           D("vectorize", "run", 1, var="c", factor=lanes),
           D("split", "run", 2, var="c", outer="co", inner="cv", factor=lanes),
           D("reorder", "run", 2, vars=["cv", k, "co"]),
-          D("vectorize", "run", 2, var="cv"),
-          D("split", "values", var="r", outer="rb", inner="rr", factor=block),
-          D("vectorize", "values", var="rr", factor=lanes),
-          D("parallel", "values", var="rb")]
+          D("vectorize", "run", 2, var="cv")]
+    if "values" in built.funcs:
+        ds += [D("split", "values", var="r", outer="rb", inner="rr", factor=block),
+               D("vectorize", "values", var="rr", factor=lanes),
+               D("parallel", "values", var="rb")]
     return ds if n >= 2 * block else []
 
 
 for _name in ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"):
     template(_name)(_scan)
-for _name in ("cummax_long", "cummin_long"):
+for _name in ("cummax_long", "cummin_long", "logcumsumexp_long"):
     template(_name)(_scan_long)
