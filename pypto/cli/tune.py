@@ -145,7 +145,14 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         jobs = [(op_name, dict(op.example), dtype, parse_params(params))]
     else:
         raise click.UsageError("give OP (with --shape) or --suite FILE")
-    base = tuple(b for b in baselines.split(",") if b and b != "none")
+    base = tuple(b.strip() for b in baselines.split(",") if b.strip() and b.strip() != "none")
+    from autotune.tuner import AUTOSCHEDULERS
+
+    known = ("default", "unfused") + tuple(AUTOSCHEDULERS)
+    unknown = [b for b in base if b not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown baseline(s) {', '.join(map(repr, unknown))}; choose "
+                                 f"from {', '.join(known)}, or 'none'", param_hint="--baselines")
     if grad:
         jobs = [_grad_job(*job) for job in jobs]
         base = tuple(b for b in base if b in ("default", "unfused")) + (

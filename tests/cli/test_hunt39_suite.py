@@ -37,3 +37,14 @@ def test_a_well_typed_suite_still_reads(tmp_path):
              {"op": "softmax", "shape": "R=4,C=8", "params": {}}]
     suite.write_text(json.dumps(items))
     assert read_suite(str(suite)) == items
+
+
+def test_an_unknown_baseline_is_refused_before_any_work():
+    from click.testing import CliRunner
+
+    from pypto.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["tune", "softmax", "--shape", "R=8,C=8", "--trials", "1",
+                                  "--no-write", "--baselines", "default,bogus"])
+    assert r.exit_code != 0
+    assert "unknown baseline(s) 'bogus'" in r.output and "adams2019" in r.output
