@@ -462,6 +462,10 @@ class _Step:
         #: On a tree's root: the arrays the function read besides its arguments (closed over,
         #: globals, attributes of an argument), each with the path it was found by.
         self.consts: list[_Const] = []
+        #: On a tree's root: the Python numbers the function reads by name (its closure
+        #: variables and globals, a bound method's attributes), each as (path, value key);
+        #: the trace baked them in, so a replay checks they are unchanged (:func:`_scalars_moved`).
+        self.scalars: list[tuple] = []
 
 
 class _Recorder:
@@ -859,6 +863,10 @@ class JitFunction:
         return self._trace(key, struct, leaves, reason, into)
 
     def _counted_replay(self, root: _Step, leaves, into=None, args=()):
+        if root.scalars:
+            moved = _scalars_moved(root.scalars, self.fn)
+            if moved is not None:
+                return moved
         subs = _rebound(root.consts, self.fn, args) if root.consts else None
         if isinstance(subs, _Miss):
             return subs
@@ -936,6 +944,7 @@ class JitFunction:
         end.result = (res_struct, [self._result_ref(ctx, x, arg_nodes) for x in res_leaves])
         end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in tensors_out]
         rec.steps[0].consts = _find_consts(rec.steps, self.fn, _unflatten(struct, leaves)[0])
+        rec.steps[0].scalars = _find_scalars(self.fn)
         self._link(key, rec.steps)
         outs = self._checked_out(into, end.result_specs) if into is not None else None
         vals = iter(computed)
@@ -1014,6 +1023,7 @@ class JitFunction:
                 return
             known = {id(c.array) for c in cur.consts}
             cur.consts += [c for c in steps[0].consts if id(c.array) not in known]
+            cur.scalars = steps[0].scalars
             for i, s_ in enumerate(steps[:-1]):   # the tree holds this path up to a new value
                 if cur.brk is None and cur.result is not None:
                     return
@@ -1282,6 +1292,60 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
             out.append(_Const(v, p, base.shape, base.dtype, base.strides,
                               (off, v.shape, v.strides)))
     return out
+
+
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def _number_key(v) -> tuple:
+    """A Python or NumPy number as a comparable key, by type and bits: -0.0 is not 0.0, and a
+    NaN is the NaN it was."""
+    if isinstance(v, float):
+        return (type(v), v.hex())
+    if isinstance(v, complex):
+        return (type(v), v.real.hex(), v.imag.hex())
+    if isinstance(v, np.generic):
+        return (type(v), v.tobytes())
+    return (type(v), v)
+
+
+def _find_scalars(fn) -> list[tuple]:
+    """The numbers ``fn`` reads by name, which a trace bakes into its program: its closure
+    variables and the globals its code names (and through a bound method or a partial, the
+    function's, and ``self``'s attributes). (path, key, value) triples."""
+    out = []
+    frontier = [((("fn",),), fn)]
+    for depth in range(2):
+        nxt = []
+        for path, obj in frontier:
+            for step, child in _children(obj):
+                if isinstance(child, _NUMBERS):
+                    out.append((path + (step,), _number_key(child), child))
+                elif depth == 0 and step[0] in ("mself", "mfunc", "pfunc"):
+                    nxt.append((path + (step,), child))
+        frontier = nxt
+    return out[:_FIND_WIDTH]
+
+
+def _scalars_moved(scalars: list[tuple], fn) -> "_Miss | None":
+    """A :class:`_Miss` naming the first number of ``scalars`` that is not what the trace saw.
+    (On the replay path: the same object as before is taken as unchanged without a key, and
+    a closure variable or global of ``fn`` itself is read directly.)"""
+    for path, key, was in scalars:
+        try:
+            if len(path) == 2 and path[1][0] == "global":
+                now = fn.__globals__[path[1][1]]
+            else:
+                now = _follow(path, fn, ())
+        except (LookupError, AttributeError, ValueError, TypeError):
+            return _Miss(f"{_describe(path)} is gone")
+        if now is was:
+            continue
+        if not isinstance(now, _NUMBERS) or _number_key(now) != key:
+            return _Miss(f"{_describe(path)} changed from {was!r} to {now!r} (a traced program "
+                         f"holds the numbers it read by name; pass one that changes as an "
+                         f"argument)")
+    return None
 
 
 def _describe(path: tuple) -> str:
