@@ -1,12 +1,16 @@
 """Histograms: histogram (fixed bins over a range) and equalize_hist (uint8 images).
 
 - ``histogram(x, bins=10, range=None)`` is ``np.histogram`` with equal bins: it returns
-  ``(counts, bin_edges)``, counts int64. The edges are ``lo + k (hi - lo) / bins`` in float64
-  (``np.linspace(lo, hi, bins + 1)``); bin ``k`` holds ``edge[k] <= v < edge[k + 1]``, the last
-  bin also ``v == hi``; values outside ``[lo, hi]`` and NaN are not counted. Comparisons are made
-  in float64, so the counts equal ``np.histogram(x.astype(np.float64), bins, range)``.
-  ``range=None`` takes ``(x.min(), x.max())`` (which needs the values: with a traced Tensor, give
-  ``range``); ``lo == hi`` widens it to ``(lo - 0.5, hi + 0.5)``, as NumPy does.
+  ``(counts, bin_edges)``, counts int64. The edges are NumPy's: ``np.linspace(lo, hi, bins + 1)``
+  (``lo + k (hi - lo) / bins``, the last exactly ``hi``) in float64, and for float32 data in
+  float32 as ``np.histogram`` makes them (the float64 edges rounded to float32 when ``range`` is
+  given; computed in float32 from ``x.min()`` and ``x.max()`` when it is not). Bin ``k`` holds
+  ``edge[k] <= v < edge[k + 1]``, the last bin also ``v == edge[bins]``; values outside
+  ``[edge[0], edge[bins]]`` and NaN are not counted. So the counts and edges equal
+  ``np.histogram(x, bins, range)``: a float32 0.7 lies in bin 7 of ``range=(0, 1)``, where
+  ``np.histogram(x.astype(np.float64))`` puts it in bin 6. ``range=None`` takes ``(x.min(),
+  x.max())`` (which needs the values: with a traced Tensor, give ``range``); ``lo == hi`` widens
+  it to ``(lo - 0.5, hi + 0.5)``, as NumPy does.
 - ``equalize_hist(x)`` is ``cv2.equalizeHist`` on each ``[H, W]`` uint8 image of ``[..., H, W]``:
   with ``cdf`` the cumulative histogram and ``m`` its value at the first occupied level, level
   ``v`` maps to ``round((cdf[v] - m) * (255 / (H W - m)))`` computed in float32 (the quotient
@@ -34,8 +38,15 @@ MAX_BINS = 1 << 20
 
 # -- histogram ----------------------------------------------------------------------------------
 
+#: How the kernel makes the edges: float64 ``np.linspace``; that rounded to float32 (float32
+#: data with a given range); ``np.linspace`` computed in float32 (float32 data, range=None).
+_EDGES = ("float64", "float32", "float32-arith")
+
+
 def _bins_and_range(x, bins, range_, name="histogram"):
-    """(bins, lo, hi) checked; ``range_`` None reads the values of ``x`` (an array)."""
+    """(bins, lo, hi, edges, mode) checked, with NumPy's edges for ``x``'s dtype and the
+    kernel's way of making them (one of ``_EDGES``); ``range_`` None reads the values of ``x``
+    (an array)."""
     if isinstance(bins, bool) or not hasattr(bins, "__index__"):
         raise ParamError(f"{name}: parameter 'bins' must be an int (equal-width bins; arrays of "
                          f"edges are not supported), got {bins!r}")
@@ -49,7 +60,7 @@ def _bins_and_range(x, bins, range_, name="histogram"):
         if x.size == 0:
             lo, hi = 0.0, 1.0
         else:
-            lo, hi = float(x.min()), float(x.max())
+            lo, hi = x.min(), x.max()       # NumPy scalars of x's dtype, as np.histogram's
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise ParamError(f"{name}: the data's range [{lo}, {hi}] is not finite (NaN or inf "
                              f"in 'x'); give range=(lo, hi)")
@@ -63,27 +74,50 @@ def _bins_and_range(x, bins, range_, name="histogram"):
             raise ParamError(f"{name}: parameter 'range' must be finite, got {range_!r}")
         if lo > hi:
             raise ParamError(f"{name}: parameter 'range' must have lo <= hi, got {range_!r}")
+    single = getattr(x, "dtype", None) == np.float32
+    from_data = range_ is None and x.size > 0
+    if not (single and from_data):
+        lo, hi = float(lo), float(hi)
     if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    edges = np.linspace(lo, hi, bins + 1)
-    if np.any(edges[:-1] >= edges[1:]):
+        lo, hi = lo - 0.5, hi + 0.5    # in float32 for float32 minimum and maximum, as NumPy
+    with np.errstate(all="ignore"):            # a range too wide for float32 is refused below
+        if single:
+            edges = np.linspace(lo, hi, bins + 1, dtype=np.float32)
+            mode = "float32-arith" if from_data else "float32"
+        else:
+            edges, mode = np.linspace(lo, hi, bins + 1), "float64"
+    if not np.all(edges[:-1] < edges[1:]):     # NaN too: a float32 range whose width overflows
         raise ParamError(f"{name}: {bins} bins over [{lo}, {hi}] are too narrow to be told apart "
-                         f"in float64; use fewer bins or a wider range")
-    return bins, lo, hi, edges
+                         f"(or too wide) in {edges.dtype}; use fewer bins or another range")
+    return bins, float(lo), float(hi), edges, mode
 
 
 def _histogram_ref(x, bins=10, range=None):
     x = np.asarray(x)
-    bins, lo, hi, edges = _bins_and_range(x, bins, range)
+    bins, lo, hi, edges, _ = _bins_and_range(x, bins, range)
+    return _count(x, edges), edges
+
+
+def _count(x, edges):
+    """Counts of ``x`` in the bins between ``edges``, compared in float64."""
     v = x.astype(np.float64).ravel()
-    v = v[(v >= lo) & (v <= hi)]
-    k = np.searchsorted(edges, v, side="right") - 1      # edge[k] <= v < edge[k + 1]
-    k = np.minimum(k, bins - 1)                           # v == hi joins the last bin
-    return np.bincount(k, minlength=bins).astype(np.int64), edges
+    e = edges.astype(np.float64)
+    v = v[(v >= e[0]) & (v <= e[-1])]
+    k = np.searchsorted(e, v, side="right") - 1          # edge[k] <= v < edge[k + 1]
+    k = np.minimum(k, len(e) - 2)                         # v == the last edge joins the last bin
+    return np.bincount(k, minlength=len(e) - 1).astype(np.int64)
 
 
-def _histogram_kernel_ref(x, bins, lo, hi):
-    return _histogram_ref(x, bins, (lo, hi))[0]
+def _kernel_edges(bins, lo, hi, edges="float64"):
+    """The edges the kernel makes from its parameters (see ``_EDGES``)."""
+    if edges == "float32-arith":
+        return np.linspace(np.float32(lo), np.float32(hi), bins + 1, dtype=np.float32)
+    e = np.linspace(lo, hi, bins + 1)
+    return e.astype(np.float32) if edges == "float32" else e
+
+
+def _histogram_kernel_ref(x, bins, lo, hi, edges="float64"):
+    return _count(np.asarray(x), _kernel_edges(bins, lo, hi, edges))
 
 
 def _histogram_frontend(x, bins=10, range=None):
@@ -92,8 +126,8 @@ def _histogram_frontend(x, bins=10, range=None):
     Values outside the range and NaN are not counted; the last bin includes its right edge."""
     name = "histogram"
     x = as_array(x, name, "x")
-    bins, lo, hi, edges = _bins_and_range(x, bins, range)
-    counts = histogram.kernel(x.reshape(-1), bins=bins, lo=lo, hi=hi)
+    bins, lo, hi, edges, mode = _bins_and_range(x, bins, range)
+    counts = histogram.kernel(x.reshape(-1), bins=bins, lo=lo, hi=hi, edges=mode)
     return counts, edges
 
 
@@ -106,24 +140,34 @@ def _histogram_validate(dims, params):
 @op(category="image", inputs={"x": "N"}, output="K", dtypes=_HIST_DTYPES,
     params=[Param("bins", int, 10, low=1, high=MAX_BINS, doc="number of equal bins"),
             Param("lo", float, 0.0, doc="left edge of the first bin"),
-            Param("hi", float, 1.0, doc="right edge of the last bin (included)")],
+            Param("hi", float, 1.0, doc="right edge of the last bin (included)"),
+            Param("edges", str, "float64", choices=_EDGES,
+                  doc="np.linspace in float64, that rounded to float32, or computed in float32")],
     reference=_histogram_ref, kernel_reference=_histogram_kernel_ref,
     frontend=_histogram_frontend, validate=_histogram_validate,
     derive=lambda dims, params: {"K": params["bins"]},
     out_dtype=lambda dtypes, params: "int64", doc=_histogram_frontend.__doc__,
     example={"N": 100000})
-def histogram(x, *, bins, lo, hi, dims):
+def histogram(x, *, bins, lo, hi, edges, dims):
     """Each value's bin from one float64 multiply, corrected by comparing with the two edges
     around it (so bins are exactly [edge[k], edge[k + 1])); counts accumulate by scatter."""
     k = hl.Var("k")
     f = hl.Float(64)
+    f32 = hl.Float(32)
     step = (hi - lo) / bins
 
     def edge(i):
         # np.linspace's edges: i * step + lo, and exactly hi at the end.
         # Strict: two roundings, as NumPy computes them (no fused multiply-add).
-        return hl.select(i >= bins, lit64(hi),
-                         hl.strict_float(hl.cast(f, i) * lit64(step) + lit64(lo)))
+        if edges == "float32-arith":          # every step in float32
+            s32 = float(np.float32(np.float32(hi) - np.float32(lo)) / np.float32(bins))
+            e = hl.cast(f, hl.strict_float(hl.cast(f32, i) * hl.f32(s32) + hl.f32(lo)))
+        else:
+            e = hl.strict_float(hl.cast(f, i) * lit64(step) + lit64(lo))
+            if edges == "float32":
+                e = hl.cast(f, hl.cast(f32, e))
+        last = lit64(float(np.float32(hi))) if edges != "float64" else lit64(hi)
+        return hl.select(i >= bins, last, e)
 
     n = hl.Var("n")
     byte = x.type() == hl.UInt(8)
@@ -142,7 +186,7 @@ def histogram(x, *, bins, lo, hi, dims):
     # (Halide compiles float comparisons as if no operand were NaN: the test is on the bits.)
     u64 = hl.UInt(64)
     finite = (hl.reinterpret(u64, v) & hl.u64(0x7FFFFFFFFFFFFFFF)) < hl.u64(0x7FF0000000000000)
-    counted = (v >= lit64(lo)) & (v <= lit64(hi)) & finite
+    counted = (v >= edge(hl.i32(0))) & (v <= edge(hl.i32(bins))) & finite
     # Each value's bin; values not counted go to an extra slot past the last bin.
     slot = hl.Func("slot")
     if byte:
