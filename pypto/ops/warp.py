@@ -21,7 +21,8 @@ half-pixel convention of the resizes (``F.interpolate`` with ``align_corners=Fal
   OpenCV; the kernel inverts it (in float64; a singular matrix inverts to zeros, OpenCV's rule).
   With ``inverse_map=True`` it maps destination to source (``cv2.WARP_INVERSE_MAP``) and is used
   as given. Each output pixel ``(x, y)`` samples the source at ``M^-1 (x, y, 1)`` (divided by
-  its third coordinate for a perspective; a zero divisor counts as infinitely far, giving 0).
+  its third coordinate for a perspective; where that divisor is 0 the sample is taken at source
+  ``(0, 0)``, as OpenCV's ``W ? 1 / W : 0`` gives).
   Bilinear taps outside the image read 0, so the image fades out over its border pixel, like
   ``F.grid_sample(padding_mode="zeros", align_corners=True)``. ``size`` is the output
   ``(height, width)`` (default: the input's). ``matrix`` may be one matrix for every image or
