@@ -504,5 +504,5 @@ def test_out_is_written_in_place():
         np.testing.assert_array_equal(buf, want)
         assert runtime.out_stats["in_place"] == before["in_place"] + 1, name
     counts = np.empty(5, np.int64)
-    res = P.histogram(x, 5, (-1, 1), out=(counts, np.empty(6)))
+    res = P.histogram(x, 5, (-1, 1), out=(counts, np.empty(6, x.dtype)))
     np.testing.assert_array_equal(res[0], np.histogram(x, 5, (-1, 1))[0])
