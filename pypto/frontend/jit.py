@@ -1311,17 +1311,26 @@ def _number_key(v) -> tuple:
 
 def _find_scalars(fn) -> list[tuple]:
     """The numbers ``fn`` reads by name, which a trace bakes into its program: its closure
-    variables and the globals its code names (and through a bound method or a partial, the
-    function's, and ``self``'s attributes). (path, key, value) triples."""
+    variables and the globals its code names, those of the functions it names the same way
+    (a helper it calls, the function ``grad`` wraps), and through a bound method or a partial,
+    the function's and ``self``'s attributes; within ``_FIND_DEPTH`` steps. (path, key, value)
+    triples."""
+    import types
+
     out = []
     frontier = [((("fn",),), fn)]
-    for depth in range(2):
+    seen = {id(fn)}
+    for _ in range(_FIND_DEPTH):
         nxt = []
         for path, obj in frontier:
             for step, child in _children(obj):
                 if isinstance(child, _NUMBERS):
                     out.append((path + (step,), _number_key(child), child))
-                elif depth == 0 and step[0] in ("mself", "mfunc", "pfunc"):
+                elif id(child) not in seen and (
+                        step[0] in ("mself", "mfunc", "pfunc")
+                        or isinstance(child, types.FunctionType) and step[0] in ("cell", "global")):
+                    # functions it calls (a helper, the function grad wraps) read theirs too
+                    seen.add(id(child))
                     nxt.append((path + (step,), child))
         frontier = nxt
     return out[:_FIND_WIDTH]

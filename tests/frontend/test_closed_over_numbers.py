@@ -72,3 +72,26 @@ def test_unchanged_numbers_replay_without_a_new_trace():
     for _ in range(5):
         f(X)
     assert f.stats.traces == 1 and f.stats.replays == 4
+
+
+A = 3.0
+
+
+def _helper(t):
+    return t * A
+
+
+def test_numbers_of_called_helpers_and_of_grad_functions():
+    global A
+    try:
+        f = pypto.jit(lambda x: _helper(x) + 1)
+        np.testing.assert_array_equal(f(X), X * 3 + 1)
+        A = 4.0
+        np.testing.assert_array_equal(f(X), X * 4 + 1)
+        # grad wraps the function in its own program: the function's globals are still seen
+        g = pypto.grad(lambda x: _helper(x).sum())
+        np.testing.assert_array_equal(g(X), np.full_like(X, 4))
+        A = 5.0
+        np.testing.assert_array_equal(g(X), np.full_like(X, 5))
+    finally:
+        A = 3.0
