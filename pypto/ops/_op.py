@@ -104,7 +104,13 @@ class Param:
                 value, "__float__"
             ):
                 raise ParamError(f"{where} expects a number, got {value!r}")
-            value = float(value)
+            try:
+                value = float(value)
+            except (TypeError, ValueError, OverflowError):
+                # an array of several numbers (float() of a size-2 array is a TypeError)
+                shape = getattr(value, "shape", None)
+                got = repr(value) if shape is None else f"an array of shape {tuple(shape)}"
+                raise ParamError(f"{where} expects one number, got {got}") from None
             if self.finite and not math.isfinite(value):
                 raise ParamError(f"{where} must be finite, got {value!r}")
         elif kind is str:

@@ -37,3 +37,12 @@ def test_conv2d_with_a_huge_int_is_a_param_error(kwargs, param):
 def test_pooling_with_a_huge_stride_is_a_param_error(name):
     with pytest.raises(ParamError, match=f"{name}: parameter 'stride_h' must be <= "):
         getattr(pypto.ops, name)(X, kernel_size=3, stride=10 ** 10)
+
+
+def test_an_array_for_a_number_parameter_is_a_param_error():
+    # float() of a size-2 array raised NumPy's raw TypeError out of Param.coerce
+    x = np.ones((4, 2), np.float32)
+    with pytest.raises(ParamError, match=r"quantize: parameter 'scale' expects one number, got an "
+                                         r"array of shape \(2,\)"):
+        pypto.ops.quantize(x, np.array([0.1, 0.2]), 0)
+    assert pypto.ops.quantize(x, np.float64(0.5), 0).dtype == np.int8      # one number is fine
