@@ -314,7 +314,7 @@ def _running(name, first, step, types, dims):
     return f
 
 
-def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False):
+def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False, default_axis=-1):
     """A scan whose running value is its result: ``step(prev, cur)``."""
     def algorithm(x, *, dims):
         i, r, o = hl.Var("i"), hl.Var("r"), hl.Var("o")
@@ -325,16 +325,18 @@ def _scan(name, step, ref, doc, dtypes=_FLOATS, widen=False):
         out[i, r, o] = run[i, r, o]
         return out
 
-    return _declare_scan(name, algorithm, ref, doc, dtypes)
+    return _declare_scan(name, algorithm, ref, doc, dtypes, default_axis)
 
 
-def _declare_scan(name, algorithm, ref, doc, dtypes):
-    def frontend(x, axis=-1):
+def _declare_scan(name, algorithm, ref, doc, dtypes, default_axis=-1):
+    # cumsum/cumprod default to NumPy's axis=None (the flattened array); the torch-only names
+    # (logcumsumexp, cummax, cummin: torch requires dim) to the last axis.
+    def frontend(x, axis=default_axis):
         return _scan_call(the_op, x, axis)
     frontend.__doc__ = doc
     algorithm.__name__ = name
     the_op = op(name=name, category="scan", inputs={"x": "O R I"}, output="O R I",
-                dtypes=dtypes, reference=lambda x, axis=-1: ref(x, axis),
+                dtypes=dtypes, reference=lambda x, axis=default_axis: ref(x, axis),
                 kernel_reference=lambda x: ref(x, 1), frontend=frontend,
                 example={"O": 8, "R": 100, "I": 3}, doc=doc)(algorithm)
     return the_op
@@ -395,12 +397,14 @@ def _np_logcumsumexp(x, axis):
 
 cumsum = _scan("cumsum", lambda a, b: a + b, lambda x, axis: np.cumsum(
     x, axis, dtype=np.int64 if np.asarray(x).dtype.kind in "iu" else None),
-    "Cumulative sum along ``axis`` (``np.cumsum``/``torch.cumsum``; int32 gives int64).",
-    _FLOATS + ["int32", "int64"], widen=True)
+    "Cumulative sum along ``axis`` (``np.cumsum``/``torch.cumsum``; int32 gives int64). As in "
+    "NumPy, ``axis=None`` (the default) scans the flattened array.",
+    _FLOATS + ["int32", "int64"], widen=True, default_axis=None)
 cumprod = _scan("cumprod", lambda a, b: a * b, lambda x, axis: np.cumprod(
     x, axis, dtype=np.int64 if np.asarray(x).dtype.kind in "iu" else None),
-    "Cumulative product along ``axis`` (int32 gives int64).", _FLOATS + ["int32", "int64"],
-    widen=True)
+    "Cumulative product along ``axis`` (int32 gives int64). As in NumPy, ``axis=None`` (the "
+    "default) scans the flattened array.", _FLOATS + ["int32", "int64"],
+    widen=True, default_axis=None)
 logcumsumexp = _declare_scan("logcumsumexp", _logcumsumexp, _np_logcumsumexp,
                              "``log(cumsum(exp(x)))`` along ``axis``, without overflow "
                              "(``torch.logcumsumexp``).", _FLOATS)

@@ -104,6 +104,15 @@ def test_cumsum_of_int32_is_int64_and_sizes():
     assert_close(P.cumsum(one), one)
 
 
+def test_cumsum_and_cumprod_default_to_numpys_flattened_axis():
+    # np.cumsum(x) scans the flattened array; the last axis was PyPTO's default before
+    x = rand((3, 4), seed=4)
+    np.testing.assert_array_equal(P.cumsum(x), np.cumsum(x))
+    assert P.cumprod(x).shape == (12,)
+    assert_close(P.cumprod(x), np.cumprod(x))
+    assert P.cummax(x)[0].shape == (3, 4)          # torch's names keep the last axis
+
+
 def test_logcumsumexp_with_infinities_and_nan():
     x = np.array([[-np.inf, -np.inf, 0.0, np.inf, 1.0], [1.0, np.nan, 0.0, 2.0, 3.0]], np.float32)
     got = P.logcumsumexp(x)
