@@ -1,8 +1,8 @@
 """layer_norm (a reduction whose one-pass moments are a Tuple) on inputs with leading axes, in a
 program: its kernel reads the input through a reshape [4, 8, 16] -> [32, 16]. Halide 21 failed
 to compile that update vectorized across rows when it read through the reshape's index
-arithmetic (at power-of-two extents), at every schedule down to the safe default; the program
-now reads a dense copy."""
+arithmetic (at some shapes: [4, 8, 16] and [8, 4, 2, 16], not [2, 16, 32] or [2, 7, 32]), at
+every schedule down to the safe default; the program now reads a dense copy."""
 
 from __future__ import annotations
 
