@@ -462,9 +462,9 @@ class _Step:
         #: On a tree's root: the arrays the function read besides its arguments (closed over,
         #: globals, attributes of an argument), each with the path it was found by.
         self.consts: list[_Const] = []
-        #: On a tree's root: the Python numbers the function reads by name (its closure
-        #: variables and globals, a bound method's attributes), each as (path, value key);
-        #: the trace baked them in, so a replay checks they are unchanged (:func:`_scalars_moved`).
+        #: On a tree's root: the Python numbers the function reads by name (see
+        #: :func:`_find_scalars`), each as (path, key, value); the trace baked them in, so a
+        #: replay checks they are unchanged (:func:`_scalars_moved`).
         self.scalars: list[tuple] = []
 
 
