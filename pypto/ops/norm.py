@@ -104,8 +104,7 @@ def _vector(name: str, arg: str, value, n: int, dtype, fill: float, k: int = 1) 
 def _is_shape(v) -> bool:
     """torch's ``normalized_shape``: an int or a tuple/list of ints (torch.Size is a tuple)."""
     def is_int(i):
-        return hasattr(i, "__index__") and not isinstance(i, (bool, np.bool_)) and \
-            not hasattr(i, "shape") or isinstance(i, np.integer)
+        return isinstance(i, (int, np.integer)) and not isinstance(i, bool)
     return is_int(v) or isinstance(v, (tuple, list)) and all(is_int(i) for i in v)
 
 
