@@ -33,6 +33,12 @@ class CompositeOp:
     def __init__(self, fn: Callable, *, name: str | None = None, category: str = "composite",
                  dtypes: Sequence[str] | None = None, doc: str = "", inputs=None, example=None):
         self.fn = fn
+        if name is not None and _op_name(name) != name:
+            # A name asked for is the name the op is found by (pypto tune NAME, the database):
+            # not silently another ("bad name!" became bad_name).
+            raise OpDefinitionError(f"register_op: name {name!r} is not an op name (lower case "
+                                    f"letters, digits and _, starting with a letter); e.g. "
+                                    f"name={_op_name(name)!r}")
         self.name = _op_name(name or fn.__name__)
         self.category = category
         self.doc = inspect.cleandoc(doc or fn.__doc__ or f"composite op {self.name}")

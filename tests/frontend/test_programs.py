@@ -881,3 +881,10 @@ def test_arrays_in_the_other_byte_order_are_read_as_their_values():
     np.testing.assert_array_equal(f(a), a * 2 + 1)
     np.testing.assert_array_equal(f(swapped), a * 2 + 1)
     np.testing.assert_array_equal(pypto.grad(lambda x: (x * x).sum())(swapped), 2 * a)
+
+
+def test_register_op_refuses_a_name_that_is_not_an_op_name():
+    # The name asked for is the one the op is found by: "bad name!" was registered as bad_name.
+    with pytest.raises(pypto.OpDefinitionError, match=r"name 'bad name!' is not an op name.*"
+                                                      r"name='bad_name'"):
+        pypto.register_op(lambda x: x * 2, name="bad name!")
