@@ -9,6 +9,9 @@ import numpy as np
 from ..errors import ShapeError
 
 
+_MAX_EXTENT = (1 << 31) - 1
+
+
 def parse_shape(text: str) -> dict[str, int]:
     """``"M=1024,N=1024,K=1024"`` -> ``{"M": 1024, "N": 1024, "K": 1024}``."""
     out: dict[str, int] = {}
@@ -23,6 +26,10 @@ def parse_shape(text: str) -> dict[str, int]:
             raise ShapeError(f"shape item {part!r}: {value!r} is not an integer") from None
         if n < 1:
             raise ShapeError(f"shape item {part!r}: extents must be >= 1")
+        if n > _MAX_EXTENT:
+            # Halide's buffer extents are 32-bit: a larger one cannot describe any array.
+            raise ShapeError(f"shape item {name}={n}: extents must be at most {_MAX_EXTENT} "
+                             f"(2**31 - 1, Halide's buffer extents are 32-bit)")
         if name in out:
             raise ShapeError(f"shape names {name} twice ({name}={out[name]} and {part!r}); "
                              f"give each dim once")
