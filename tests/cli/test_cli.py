@@ -127,7 +127,9 @@ def test_durations(text, secs):
 @pytest.mark.parametrize("args, message", [
     (("profile", "softmax", "--shape", "R=200000,C=100000"),
      r"softmax: inputs of .* would take 74.5 GiB"),
-    (("bench", "softmax", "--shape", "R=99999999999,C=99999999999"), r"softmax: inputs of .* GiB"),
+    (("bench", "softmax", "--shape", "R=2000000000,C=2000000000"), r"softmax: inputs of .* GiB"),
+    (("bench", "softmax", "--shape", "R=99999999999,C=8"),
+     r"R=99999999999: extents must be at most 2147483647"),
     (("tune", "softmax", "--shape", "R=200000,C=100000", "--trials", "1"),
      r"softmax: inputs of .* would take 74.5 GiB"),
     (("profile", "softmax", "--shape", "R=8,C=8", "--target", "x86-64-linux-avx512-sve2"),
