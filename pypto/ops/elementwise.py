@@ -1049,11 +1049,11 @@ def _clip_fn(x, min=None, max=None):  # noqa: A002
             if v is not None and not float(v).is_integer():
                 raise ParamError(f"clip: parameter '{key}' must be an integer for an "
                                  f"int{x.type().bits()} array, got {v!r}")
-        # Python ints (exact): the bounds reach here as floats, int64's limits as 2.0**63.
-        lo = None if min is None else hl.cast(x.type(), builtins.max(info.min, builtins.min(
-            int(min), info.max)))
-        hi = None if max is None else hl.cast(x.type(), builtins.max(info.min, builtins.min(
-            int(max), info.max)))
+        def bound(v):
+            # Python ints (exact): the bounds reach here as floats, int64's limits as 2.0**63.
+            return None if v is None else hl.cast(
+                x.type(), builtins.max(info.min, builtins.min(int(v), info.max)))
+        lo, hi = bound(min), bound(max)
     out = x
     if lo is not None:
         out = hl.select(out < lo, lo, out)
