@@ -64,8 +64,12 @@ def as_array(value: Any, op_name: str, arg: str) -> np.ndarray:
     return value
 
 
-def check_inputs(op, arrays: Sequence[np.ndarray]) -> tuple[tuple[str, ...], dict[str, int]]:
-    """Checks dtypes, ranks, sizes and named-dim agreement; returns (dtype signature, dims)."""
+def check_inputs(op, arrays: Sequence[np.ndarray], *, empty: bool = False
+                 ) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Checks dtypes, ranks, sizes and named-dim agreement; returns (dtype signature, dims).
+
+    A zero-size axis is refused unless ``empty`` (an eager call, which then handles it without
+    running a kernel: see :func:`_empty_call`)."""
     given = tuple(a.dtype.name for a in arrays)
     if given not in op.dtypes:
         # Name the first argument that fits no signature.
@@ -83,7 +87,7 @@ def check_inputs(op, arrays: Sequence[np.ndarray]) -> tuple[tuple[str, ...], dic
             raise ShapeError(f"{op.name}: argument '{spec.name}' must be {spec.rank}-D "
                              f"[{', '.join(spec.dims)}], got shape {a.shape}")
         for axis, (d, n) in enumerate(zip(spec.dims, a.shape)):
-            if n == 0:
+            if n == 0 and not empty:
                 raise ShapeError(f"{op.name}: argument '{spec.name}' has a zero-size axis {axis} "
                                  f"(dim {d}) in shape {a.shape}; zero-size arrays are not supported")
             if n > 2**31 - 1:
@@ -96,8 +100,11 @@ def check_inputs(op, arrays: Sequence[np.ndarray]) -> tuple[tuple[str, ...], dic
     return given, dims
 
 
-def prepare(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
-    """Splits a call into arrays and params and checks them: (arrays, dtypes, params, dims)."""
+def prepare(op, args: Sequence[Any], kwargs: Mapping[str, Any], *, empty: bool = False):
+    """Splits a call into arrays and params and checks them: (arrays, dtypes, params, dims).
+
+    With ``empty`` (an eager call) zero-size axes pass the checks, and derived output dims may be
+    0 when an input is empty; the caller then runs :func:`_empty_call` instead of a kernel."""
     from .errors import ParamError
 
     names = [t.name for t in op.inputs]
@@ -111,19 +118,91 @@ def prepare(op, args: Sequence[Any], kwargs: Mapping[str, Any]):
             raise ParamError(f"{op.name}: missing array argument '{n}'")
         values.append(kwargs.pop(n))
     arrays = [as_array(v, op.name, n) for v, n in zip(values, names)]
-    dtypes, dims = check_inputs(op, arrays)
+    dtypes, dims = check_inputs(op, arrays, empty=empty)
     params = op.resolve_params(kwargs)
-    if op.validate is not None:
-        op.validate(dims, params)
-    if op.derive is not None:
-        extra = op.derive(dims, params)
-        for d in op.derived_dims:
-            n = extra.get(d)
-            if n is None or n < 1:
-                raise ShapeError(f"{op.name}: output dim {d} would be {n} for input dims {dims} "
-                                 f"and parameters {params}; the inputs are too small")
-            dims[d] = int(n)
+    zero = empty and 0 in dims.values()
+    try:
+        if op.validate is not None:
+            op.validate(dims, params)
+        if op.derive is not None:
+            extra = op.derive(dims, params)
+            for d in op.derived_dims:
+                n = extra.get(d)
+                if n is None or n < 1:
+                    if zero and n == 0:
+                        dims[d] = 0       # an empty input gives an empty output
+                        continue
+                    raise ShapeError(f"{op.name}: output dim {d} would be {n} for input dims "
+                                     f"{dims} and parameters {params}; the inputs are too small")
+                dims[d] = int(n)
+    except (ArithmeticError, ValueError, IndexError) as e:
+        if not zero or isinstance(e, (ShapeError, ParamError)):
+            raise
+        # A check or derivation that cannot take a zero extent (a division by it): refused.
+        raise empty_refusal(op, arrays) from None
     return arrays, dtypes, params, dims
+
+
+def empty_refusal(op, arrays: Sequence[np.ndarray], why: str = "") -> ShapeError:
+    """The ShapeError of a call with a zero-size input that the op cannot compute, naming the
+    argument and axis; ``why`` says what the op would need (else: not supported)."""
+    for spec, a in zip(op.inputs, arrays):
+        for axis, (d, n) in enumerate(zip(spec.dims, a.shape)):
+            if n == 0:
+                return ShapeError(
+                    f"{op.name}: argument '{spec.name}' has a zero-size axis {axis} (dim {d}) in "
+                    f"shape {a.shape}; " + (why or "zero-size arrays are not supported by this "
+                                            "op (give it a non-empty array)"))
+    return ShapeError(f"{op.name}: {why or 'an empty result is not supported by this op'}")
+
+
+_empty_dtypes: dict = {}
+
+
+def _out_dtypes(op, dtypes, params) -> tuple[str, ...]:
+    """The kernel's output dtypes for a signature, from its algorithm (built, not compiled)."""
+    try:
+        key = (op, dtypes, tuple(sorted(params.items())))
+        hash(key)
+    except TypeError:
+        key = None
+    got = None if key is None else _empty_dtypes.get(key)
+    if got is None:
+        from .compiler.lower import build
+
+        got = build(op, dtypes, params).out_dtypes
+        if key is not None:
+            if len(_empty_dtypes) > 256:
+                _empty_dtypes.clear()
+            _empty_dtypes[key] = got
+    return got
+
+
+def _empty_call(op, arrays, dtypes, params, dims, out=None, pending=None) -> list[np.ndarray]:
+    """A kernel call with a zero-size input, run without a kernel (Halide's buffers and
+    schedules are not made for zero extents), on the first-call path only.
+
+    Outputs of zero size are returned as they are (new, or ``out``). Otherwise the op's
+    ``empty`` rule fills them (its identity: 0 for a sum over an empty axis, zeros for a
+    contraction over K = 0, ...) or refuses with a ShapeError when the op declares none."""
+    specs = [(tuple(dims[d] for d in spec.dims), np.dtype(dt))
+             for spec, dt in zip(op.outputs, _out_dtypes(op, dtypes, params))]
+    if out is not None:
+        outs = check_out(op.name, out, specs, [t.name for t in op.outputs])
+    else:
+        outs = (pending is not None and _fitting(pending, specs)) or new_outputs(specs)
+    if all(o.size == 0 for o in outs):
+        return list(outs)
+    from .ops._empty import rule_for
+
+    rule = rule_for(op)
+    if rule is None:
+        raise empty_refusal(op, arrays)
+    results = rule(arrays, params, dims, specs)
+    results = results if isinstance(results, (tuple, list)) else (results,)
+    for o, r in zip(outs, results):
+        np.copyto(o, r, casting="unsafe")
+    return list(outs)
 
 
 def dense(a: np.ndarray) -> np.ndarray:
@@ -499,7 +578,15 @@ def call_op(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = None)
                 if out is not None:
                     return out      # the caller's own object back, as NumPy does
                 return outs[0] if len(outs) == 1 else tuple(outs)
-    arrays, dtypes, params, dims = prepare(op, args, kwargs)
+    arrays, dtypes, params, dims = prepare(op, args, kwargs, empty=True)
+    if 0 in dims.values():
+        outs = _empty_call(op, arrays, dtypes, params, dims, out, pending)
+        rec = _recording.get()
+        if rec is not None:
+            rec.append(None)     # no kernel ran: this signature keeps its frontend
+        if out is not None:
+            return out
+        return outs[0] if len(outs) == 1 else tuple(outs)
     outs, kernel = run_as_call(op, dtypes, params, dims, arrays, out, pending=pending)
     seen = _observers.get()
     if seen is not None:

@@ -182,6 +182,7 @@ class Op:
         example: Mapping[str, int] | None = None,
         make_inputs: Callable | None = None,
         gradient: str | None = None,
+        empty: Callable | None = None,
         doc: str = "",
     ):
         where = f"op {name!r}"
@@ -222,6 +223,10 @@ class Op:
         #: "halide": without a rule, the backward comes from Halide's autodiff, accepted after
         #: a scan and a finite-difference check (``pypto.autodiff.halide_grad``).
         self.gradient = gradient
+        #: empty(arrays, params, dims, specs) -> the value of each output (broadcast to it) for a
+        #: call with a zero-size input and a non-empty output (a sum over an empty axis: 0);
+        #: None refuses such calls with a ShapeError. Empty outputs need no rule (runtime).
+        self.empty = empty
         self._accepts = set(inspect.signature(algorithm).parameters)
         self._fast: dict = {}     # kernel-call signature -> the runtime's prepared fast path
         self._public: dict = {}   # public-call signature -> the same, through the frontend

@@ -8,7 +8,7 @@ arguments.
 Views, as in NumPy: the diagonal of a NumPy array (``diagonal``, and ``diag`` of a 2-D array) is
 NumPy's read-only view of it (no kernel runs, nothing is copied). The ``diagonal`` kernel copies it
 where a view cannot be the answer: inside a traced program, and into ``out=``. An offset that
-leaves no diagonal is an error (zero-size results are refused, as everywhere in PyPTO).
+leaves no diagonal gives an empty array, as in NumPy (inside a traced program it is an error).
 
 ``eye`` and ``arange`` take no array: their kernels read a one- or two-element array of the
 output dtype (the value 1, or ``(start, step)``) so that the dtype is the kernel's input dtype
@@ -24,6 +24,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError, ShapeError
+from .. import runtime as _rt
 from ..runtime import as_array
 from ._op import Param, op
 from .layout import ANY, _axis, _eager, _int, _take_out, any_int
@@ -44,7 +45,7 @@ def _tri_frontend(the_op):
         m, n = x.shape[-2:]
         # Any offset, as NumPy takes: past -M or N every element or none is kept.
         k = min(max(any_int(the_op.name, "k", k), -m), n)
-        out = the_op.kernel(x.reshape(-1, m, n), k=k)
+        out = the_op.kernel(x.reshape(math.prod(x.shape[:-2]), m, n), k=k)
         return out.reshape(x.shape)
     return frontend
 
@@ -108,6 +109,11 @@ def diag(v, *, k, dims):
     return out
 
 
+def _in_trace() -> bool:
+    """True while a program is traced (its values are not computed: an empty result is refused)."""
+    return _rt._tracing is not None and _rt._tracing() is not None
+
+
 def _diag_len(m: int, n: int, offset: int) -> int:
     return max(0, min(m, n - offset) if offset >= 0 else min(m + offset, n))
 
@@ -132,6 +138,8 @@ def _diagonal_of(the_op, x, offset, axis1, axis2):
     offset = _int(name, "offset" if the_op is diagonal else "k", offset)
     m, n = x.shape[a1], x.shape[a2]
     if _diag_len(m, n, offset) == 0:
+        if type(x) is np.ndarray and not _in_trace():
+            return np.diagonal(x, offset, a1, a2)     # empty, as NumPy's
         raise ShapeError(f"{name}: offset {offset} leaves no diagonal in a {m} x {n} plane")
     if _eager(the_op, x):
         return np.diagonal(x, offset, a1, a2)
@@ -139,9 +147,11 @@ def _diagonal_of(the_op, x, offset, axis1, axis2):
     shape = tuple(x.shape[i] for i in rest) + (_diag_len(m, n, offset),)
     outs = _take_out(the_op, [shape], x.dtype) if the_op is not diagonal else None
     order = rest + [a1, a2]
-    moved = (x if order == list(range(x.ndim)) else np.transpose(x, order)).reshape(-1, m, n)
+    moved = (x if order == list(range(x.ndim)) else np.transpose(x, order))
+    moved = moved.reshape(math.prod(shape[:-1]), m, n)
     out = diagonal.kernel(moved, offset=offset,
-                          out=outs[0].reshape(-1, shape[-1]) if outs else None)
+                          out=outs[0].reshape(math.prod(shape[:-1]), shape[-1]) if outs
+                          else None)
     return outs[0] if outs else out.reshape(shape)
 
 
@@ -183,9 +193,12 @@ def _one_or_two(name, d, k):
 def _eye_frontend(N, M=None, k=0, dtype="float32"):  # noqa: N803 - NumPy's names
     """``np.eye``: an N x M matrix with ones on the ``k``-th diagonal (float32 by default here;
     NumPy's default is float64)."""
-    n = _int("eye", "N", N, low=1)
-    m = n if M is None else _int("eye", "M", M, low=1)
+    n = _int("eye", "N", N, low=0)
+    m = n if M is None else _int("eye", "M", M, low=0)
     one = np.ones(1, _dtype("eye", dtype))
+    if (n == 0 or m == 0) and not _in_trace():
+        _int("eye", "k", k)
+        return np.zeros((n, m), one.dtype)       # an empty matrix, as np.eye(0)
     return eye.kernel(one, rows=n, cols=m, k=_int("eye", "k", k))
 
 
@@ -221,8 +234,10 @@ def _arange_frontend(start, stop=None, step=1, dtype=None):
     dt = _dtype("arange", dtype)
     n = math.ceil((stop - start) / step)
     if n < 1:
+        if not _in_trace():
+            return np.empty(0, dt)            # no elements, as np.arange(0)
         raise ParamError(f"arange: start={start}, stop={stop}, step={step} give no elements "
-                         f"(zero-size arrays are not supported)")
+                         f"(zero-size arrays are not supported inside a traced program)")
     se = np.array([start, step], np.float64 if np.dtype(dt).kind == "f" else np.int64)
     return arange.kernel(se.astype(dt), n=_int("arange", "length", n, low=1))
 

@@ -173,7 +173,8 @@ def _pd_frontend(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     if not shape:
         raise ShapeError("pairwise_distance: x1 and x2 need at least one axis")
     c = shape[-1]
-    out = pairwise_distance.kernel(a.reshape(-1, c), b.reshape(-1, c),
+    rows = math.prod(shape[:-1])
+    out = pairwise_distance.kernel(a.reshape(rows, c), b.reshape(rows, c),
                                    p=_check_p("pairwise_distance", p), eps=float(eps))
     return out.reshape(shape[:-1] + ((1,) if keepdim else ()))
 
@@ -219,7 +220,8 @@ def _cdist_frontend(x1, x2, p=2.0):
                          f"broadcast ({a.shape[:-2]} against {b.shape[:-2]})") from None
     p = _check_p("cdist", p)
     a, b = bcast(a, lead + a.shape[-2:]), bcast(b, lead + b.shape[-2:])
-    out = cdist.kernel(a.reshape((-1,) + a.shape[-2:]), b.reshape((-1,) + b.shape[-2:]), p=p)
+    nb = math.prod(lead)
+    out = cdist.kernel(a.reshape((nb,) + a.shape[-2:]), b.reshape((nb,) + b.shape[-2:]), p=p)
     return out.reshape(lead + out.shape[-2:])
 
 

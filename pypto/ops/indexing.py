@@ -438,7 +438,8 @@ def _masked_fill_frontend(input, mask, value):  # noqa: A002
                          f"passed as float64, exact up to 2**53); use "
                          f"np.where(mask, {int(value)}, input)")
     c = x.shape[-1] if x.ndim else 1
-    out = masked_fill.kernel(x.reshape(-1, c), m.reshape(-1, c), value=float(value))
+    rows = math.prod(x.shape[:-1])
+    out = masked_fill.kernel(x.reshape(rows, c), m.reshape(rows, c), value=float(value))
     return out.reshape(x.shape)
 
 

@@ -197,6 +197,11 @@ def _concat_frontend(arrays, axis=0):
         if a.shape[:ax] + a.shape[ax + 1:] != arrs[0].shape[:ax] + arrs[0].shape[ax + 1:]:
             raise ShapeError(f"concat: arrays[{i}] has shape {a.shape} but arrays[0] has "
                              f"{arrs[0].shape}; all axes but axis {ax} must match")
+    if len(arrs) > 1 and not traced(arrs) and len({a.dtype for a in arrs}) == 1:
+        # Pieces empty along the axis add nothing (their other axes were checked above); when
+        # all are, the two first give the empty result (through the kernel's checks).
+        kept = [a for a in arrs if a.shape[ax]]
+        arrs = kept if kept else arrs[:2]
     if _many(concat, arrs):
         return _rt._join_many(arrs, ax)
     return join_tree(arrs, ax)
@@ -212,7 +217,7 @@ def join_tree(arrs, ax: int):
         out = tile.kernel(flat[0].reshape(o, 1, flat[0].shape[1]), reps=1).reshape(flat[0].shape)
     else:
         out = _tree(concat.kernel, flat)
-    return out.reshape(lead + (out.shape[1] // inner,) + tail)
+    return out.reshape(lead + (sum(a.shape[ax] for a in arrs),) + tail)
 
 
 @op(category="layout", inputs={"a": "O A", "b": "O B"}, output="O S", dtypes=ANY,
@@ -483,13 +488,15 @@ def tile(x, *, reps, dims):
 
 def _repeat_frontend(x, repeats, axis=None):
     """Repeats each element ``repeats`` times along ``axis`` (``np.repeat`` with an int
-    ``repeats`` >= 1; ``axis=None`` repeats the flattened array)."""
+    ``repeats`` >= 0, 0 giving an empty axis; ``axis=None`` repeats the flattened array)."""
     name = "repeat"
     x = as_array(x, name, "x")
-    r = _int(name, "repeats", repeats, low=1)
+    r = _int(name, "repeats", repeats, low=0 if type(x) is np.ndarray else 1)
     if axis is None:
         x, axis = x.reshape(-1), 0
     ax = _axis(name, axis, x.ndim)
+    if r == 0:              # no copies (np.repeat): the kernel's empty result, of x's dtype
+        x, r = np.take(x, [], axis=ax), 1
     return _along(repeat, x, ax, x.shape[ax] * r, repeats=r)
 
 
@@ -590,9 +597,11 @@ def _roll_frontend(x, shift, axis=None):
                     shifts * n if len(shifts) == 1 else shifts):
         a = _axis(name, a, x.ndim)
         total[a] = total.get(a, 0) + any_int(name, "shift", s)     # taken modulo the axis
-    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items()) if s % x.shape[a]] or \
-        [(x.ndim - 1, 0)]
+    todo = [(a, s % x.shape[a]) for a, s in sorted(total.items())
+            if x.shape[a] and s % x.shape[a]] or [(x.ndim - 1, 0)]     # an empty axis: no roll
     outs = _take_out(roll, [shape], x.dtype)
+    if x.size == 0 and type(x) is np.ndarray:      # nothing moves (np.roll of an empty array)
+        return outs[0] if outs is not None else np.empty(shape, x.dtype)
     for j, (a, s) in enumerate(todo):
         # Rolling axis a by s rolls the rows of the [O, A*I] view by s*I elements, which is
         # rolling them by s*I / g in runs of g = I * gcd(A, s) elements: the kernel's innermost

@@ -12,13 +12,14 @@ float16 operands are multiplied and accumulated in float32 and the result is rou
 from __future__ import annotations
 
 import inspect
+import math
 import operator
 
 import halide as hl
 import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
-from ..runtime import as_array
+from ..runtime import as_array, traced
 from ._op import op
 
 _MATMUL_DTYPES = ["float32", "float64", "float16"]
@@ -136,7 +137,7 @@ def _matmul_frontend(a, b):
                              f"expected {' or '.join(kinds)}")
     if b2.ndim == 2 and a2.ndim > 2:
         # A stack times one matrix is one tall matrix product.
-        out = matmul.kernel(_writable(a2).reshape(-1, k_a), _writable(b2))
+        out = matmul.kernel(_writable(a2).reshape(math.prod(a2.shape[:-1]), k_a), _writable(b2))
     elif a2.ndim == 2 and b2.ndim == 2:
         out = matmul.kernel(_writable(a2), _writable(b2))
     else:
@@ -214,7 +215,8 @@ def _linear_frontend(x, weight, bias=None):
             raise ShapeError(f"linear: argument 'bias' must be 1-D [out_features], "
                              f"got shape {bias.shape}")
     lead = x.shape[:-1]
-    out = linear.kernel(_writable(x).reshape(-1, x.shape[-1]), _writable(weight), _writable(bias))
+    out = linear.kernel(_writable(x).reshape(math.prod(x.shape[:-1]), x.shape[-1]),
+                       _writable(weight), _writable(bias))
     return out.reshape(lead + (weight.shape[0],))
 
 
@@ -294,9 +296,8 @@ def _transpose_frontend(x, axes=None):
         if len(set(axes)) != nd:
             raise ParamError(f"transpose: parameter 'axes' repeats an axis: {axes}")
     out_shape = tuple(x.shape[a] for a in axes)
-    if x.size == 0:
-        raise ShapeError(f"transpose: argument 'x' has a zero-size axis in shape {x.shape}; "
-                         "zero-size arrays are not supported")
+    if x.size == 0 and not traced((x,)):
+        return np.empty(out_shape, x.dtype)     # nothing to move, as NumPy's (a new array)
     sizes, perm = _merge_axes(x.shape, axes)
     if len(perm) <= 1:
         # Nothing moves: the result is a dense copy.

@@ -88,7 +88,7 @@ def _along_axis(the_op, x, axis, **params):
         raise ShapeError(f"{name}: argument 'x' must have at least 1 dimension, got a 0-D array")
     axis = _check_axis(name, axis, x.ndim)
     moved = np.moveaxis(x, axis, -1)
-    res = the_op.kernel(moved.reshape(-1, x.shape[axis]), **params)
+    res = the_op.kernel(moved.reshape(math.prod(moved.shape[:-1]), x.shape[axis]), **params)
     return np.moveaxis(res.reshape(moved.shape), -1, axis)
 
 
@@ -238,7 +238,7 @@ def _layer_norm_frontend(x, normalized_shape=None, weight=None, bias=None, eps=1
     c = math.prod(x.shape[x.ndim - k:])
     g = _vector("layer_norm", "weight", gamma, c, x.dtype, 1.0, k)
     b = _vector("layer_norm", "bias", beta, c, x.dtype, 0.0, k)
-    res = layer_norm.kernel(x.reshape(-1, c), g, b, eps=eps)
+    res = layer_norm.kernel(x.reshape(math.prod(x.shape[:-1]), c), g, b, eps=eps)
     return res.reshape(x.shape)
 
 
@@ -257,7 +257,7 @@ def _rms_norm_frontend(x, normalized_shape=None, weight=None, eps=1e-6, *, gamma
         eps = float(np.finfo(np.dtype(x.dtype)).eps)        # torch's eps=None
     c = math.prod(x.shape[x.ndim - k:])
     g = _vector("rms_norm", "weight", gamma, c, x.dtype, 1.0, k)
-    res = rms_norm.kernel(x.reshape(-1, c), g, eps=eps)
+    res = rms_norm.kernel(x.reshape(math.prod(x.shape[:-1]), c), g, eps=eps)
     return res.reshape(x.shape)
 
 
@@ -271,7 +271,7 @@ def _batch_norm_frontend(x, mean, var, gamma=None, beta=None, eps=1e-5):
     g = _vector("batch_norm", "gamma", gamma, x.shape[1], x.dtype, 1.0)
     b = _vector("batch_norm", "beta", beta, x.shape[1], x.dtype, 0.0)
     n, c = x.shape[:2]
-    res = batch_norm.kernel(x.reshape(n, c, -1), mean, var, g, b, eps=eps)
+    res = batch_norm.kernel(x.reshape(n, c, math.prod(x.shape[2:])), mean, var, g, b, eps=eps)
     return res.reshape(x.shape)
 
 

@@ -71,7 +71,7 @@ def _shuffle_frontend(x, upscale_factor):
     if c % (r * r):
         raise ShapeError(f"pixel_shuffle: channels C={c} must be divisible by "
                          f"upscale_factor**2 = {r * r}")
-    out = pixel_shuffle.kernel(x.reshape(-1, c, h, w), r=r)
+    out = pixel_shuffle.kernel(x.reshape(math.prod(x.shape[:-3]), c, h, w), r=r)
     return out.reshape(x.shape[:-3] + out.shape[1:])
 
 
@@ -103,7 +103,7 @@ def _unshuffle_frontend(x, downscale_factor):
     if h % r or w % r:
         raise ShapeError(f"pixel_unshuffle: H={h} and W={w} must be divisible by "
                          f"downscale_factor={r}")
-    out = pixel_unshuffle.kernel(x.reshape(-1, c, h, w), r=r)
+    out = pixel_unshuffle.kernel(x.reshape(math.prod(x.shape[:-3]), c, h, w), r=r)
     return out.reshape(x.shape[:-3] + out.shape[1:])
 
 
@@ -175,7 +175,8 @@ def _up_frontend(x, size=None, scale_factor=None):
     if x.ndim < 2:
         raise ShapeError(f"{name}: x must be [..., H, W], got shape {x.shape}")
     oh, ow, sh, sw = _sizes(name, x, size, scale_factor)
-    out = upsample_nearest.kernel(x.reshape((-1,) + x.shape[-2:]), height=oh, width=ow,
+    out = upsample_nearest.kernel(x.reshape((math.prod(x.shape[:-2]),) + x.shape[-2:]),
+                                  height=oh, width=ow,
                                   scale_h=sh, scale_w=sw)
     return out.reshape(x.shape[:-2] + (oh, ow))
 

@@ -14,6 +14,7 @@ group_norm, instance_norm, adaptive_avg_pool2d and global_avg_pool2d (resampling
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import halide as hl
@@ -93,7 +94,7 @@ def _gn_frontend(x, num_groups, weight=None, bias=None, eps=1e-5):
     if c % g:
         raise ParamError(f"group_norm: num_groups={g} must divide the channels C={c}")
     w, b = _affine(name, c, x.dtype, weight, bias)
-    out = group_norm.kernel(x.reshape(n, g, c // g, -1), w.reshape(g, c // g),
+    out = group_norm.kernel(x.reshape(n, g, c // g, math.prod(x.shape[2:])), w.reshape(g, c // g),
                             b.reshape(g, c // g), eps=eps)
     return out.reshape(x.shape)
 
@@ -129,7 +130,8 @@ def _in_frontend(x, running_mean=None, running_var=None, weight=None, bias=None,
         raise ShapeError(f"instance_norm: x must be [N, C, *spatial], got shape {x.shape}")
     n, c = x.shape[:2]
     w, b = _affine(name, c, x.dtype, weight, bias)
-    return instance_norm.kernel(x.reshape(n, c, -1), w, b, eps=eps).reshape(x.shape)
+    return instance_norm.kernel(x.reshape(n, c, math.prod(x.shape[2:])), w, b,
+                                eps=eps).reshape(x.shape)
 
 
 @op(category="nn", inputs={"x": "N C S", "weight": "C", "bias": "C"}, output="N C S",
@@ -180,7 +182,7 @@ def _aap_frontend(x, output_size):
     if x.ndim not in (3, 4):
         raise ShapeError(f"{name}: x must be [N, C, H, W] or [C, H, W], got shape {x.shape}")
     oh, ow = _out_size(output_size, x.shape, name)
-    x4 = x.reshape((-1,) + x.shape[-3:])
+    x4 = x.reshape((math.prod(x.shape[:-3]),) + x.shape[-3:])
     out = adaptive_avg_pool2d.kernel(x4, out_h=oh, out_w=ow)
     return out.reshape(x.shape[:-2] + (oh, ow))
 
@@ -217,7 +219,7 @@ def _gap_frontend(x):
     x = as_array(x, "global_avg_pool2d", "x")
     if x.ndim < 2:
         raise ShapeError(f"global_avg_pool2d: x must be [..., H, W], got shape {x.shape}")
-    out = global_avg_pool2d.kernel(x.reshape(-1, x.shape[-2] * x.shape[-1]))
+    out = global_avg_pool2d.kernel(x.reshape(math.prod(x.shape[:-2]), x.shape[-2] * x.shape[-1]))
     return out.reshape(x.shape[:-2] + (1, 1))
 
 

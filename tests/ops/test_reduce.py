@@ -218,8 +218,7 @@ def test_other_errors():
         P.max(np.ones(4, np.float16))
     with pytest.raises(DtypeError, match="bool"):
         P.argmax(np.ones(4, bool))
-    with pytest.raises(ShapeError, match="zero-size"):
-        P.sum(np.ones((0, 3), np.float32), axis=1)
+    assert P.sum(np.ones((0, 3), np.float32), axis=1).shape == (0,)     # empty, as NumPy
     with pytest.raises(ShapeError, match="must be 2-D"):
         P.sum.kernel(np.ones(3, np.float32))
     with pytest.raises(ParamError, match="keepdims"):
