@@ -246,15 +246,19 @@ def vjp_arrays(fn: Callable, args: Sequence, cts: Sequence, argnums: Sequence[in
 
 
 def vjp_traceable(fn: Callable, n_args: int, argnums: Sequence[int]) -> Callable:
-    """The body of the program :func:`vjp_arrays` (and so the PyTorch bridge's backward) runs for
-    ``fn``: called with ``n_args`` arguments then one gradient per output, it returns the
-    gradients. Traced by ``pypto.tune``/``pypto tune --grad``, it gives the very graph the
-    backward compiles, so a tuned winner is found by later backward calls."""
+    """The body of the program the PyTorch bridge's backward runs for ``fn``: called with
+    ``n_args`` arguments then one gradient per output, it returns the gradients of the
+    arguments ``argnums`` (zeros where none reaches one). Traced by ``pypto.tune``/``pypto
+    tune --grad``, it gives the very graph the backward compiles, so a tuned winner is found by
+    later backward calls; the bridge's second derivative differentiates it in turn."""
     label = _label(fn)
     nums = tuple(argnums)
 
     def body(*targs):
-        return _traced(fn, label, "vjp", nums, tuple(targs[:n_args]), list(targs[n_args:]))
+        args = tuple(targs[:n_args])
+        _, grads = _traced(fn, label, "vjp", nums, args, list(targs[n_args:]))
+        return tuple(shapes.zeros(args[i].shape, args[i].dtype) if g is None else g
+                     for g, i in zip(grads, nums))
 
     body.__name__ = f"vjp_{label}"
     return body

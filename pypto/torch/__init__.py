@@ -3,8 +3,10 @@
 ``op(fn)`` turns a PyPTO op or a function of PyPTO ops into a PyTorch op, registered with
 ``torch.library.custom_op``: a forward op, a fake (meta) implementation that gives output shapes
 from a trace without running anything, and ``register_autograd`` whose backward is a second
-custom op running PyPTO's fused forward+backward program (:func:`pypto.vjp`). Both ops have fake
-implementations, so they also trace under ``torch.compile`` / AOTAutograd.
+such op (:meth:`TorchOp.backward`) running PyPTO's fused forward+backward program
+(:func:`pypto.vjp`). The backward op has a backward of its own made the same way, so second
+and higher derivatives (``create_graph=True``) work. Every op has a fake implementation, so
+they also trace under ``torch.compile`` / AOTAutograd.
 
 Memory (CPU): inputs reach PyPTO as ``t.detach().numpy()``, a NumPy view of the same memory (the
 same ``data_ptr``; a non-dense view is copied once by the runtime, as for any NumPy view).
@@ -12,8 +14,8 @@ The forward's outputs are torch tensors allocated with ``torch.empty`` (shapes f
 implementation's trace) and handed to the program as ``out=``: its last pipeline writes them in
 place (a result that is an input, or a value computed before a graph break, is copied in). A
 function with an ``out`` parameter of its own gets arrays PyPTO allocates instead, wrapped by
-``torch.from_numpy`` (no copy either). The backward's gradients are the arrays the vjp program
-allocates, wrapped the same way.
+``torch.from_numpy`` (no copy either). The backward op is made the same way, so the
+gradients are torch tensors the vjp program writes in place.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import torch  # the real PyTorch: absolute imports never resolve to this package
 
-from ..autodiff.api import vjp_arrays
+from ..autodiff.api import vjp_traceable
 from ..errors import DtypeError, TraceError
 from ..frontend import tensor as T
 from ..frontend.jit import JitFunction, _result_structure
@@ -66,8 +68,9 @@ class TorchOp:
         label = name or getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
         self.label = re.sub(r"[^a-zA-Z0-9_]", "_", label).strip("_") or "fn"
         self.jitted = fn if isinstance(fn, JitFunction) else JitFunction(fn, name=self.label)
-        self._ops: dict[int, "torch.library.CustomOpDef"] = {}
+        self._ops: dict[tuple, "torch.library.CustomOpDef"] = {}
         self._shapes: dict[tuple, list] = {}
+        self._backward: dict[int, "torch.library.CustomOpDef"] = {}
         self.__doc__ = getattr(fn, "__doc__", None)
 
     # -- shapes without running: a trace on specs ------------------------------------------------
@@ -92,20 +95,29 @@ class TorchOp:
         return _specs(_key_of(tensors))
 
     # -- registration ------------------------------------------------------------------------------
-    def _register(self, n_in: int):
-        """The forward op for ``n_in`` tensors. Its outputs are a list (``Tensor[]``), so the op
+    def _register(self, n_in: int, *, grads: bool = False, qualname: str | None = None):
+        """The forward op for ``n_in`` tensors (then, with ``grads``, a list of output
+        gradients: the form of a backward op). Its outputs are a list (``Tensor[]``), so the op
         is chosen without knowing how many arrays the function returns: under torch.compile
         that count needed a PyPTO trace on the arguments' sizes, which with dynamic shapes
-        are symbolic and cannot be a Dynamo constant (a second shape failed fullgraph)."""
-        fwd = self._ops.get(n_in)
+        are symbolic and cannot be a Dynamo constant (a second shape failed fullgraph).
+
+        The first backward op is registered here too, named after this op: torch.compile's
+        cache can hold a compiled backward from an earlier process that calls it by name
+        without tracing this op's backward again."""
+        fwd = self._ops.get((n_in, grads))
         if fwd is not None:
             return fwd
         uid = next(_ids)
-        args = ", ".join(f"Tensor x{i}" for i in range(n_in))
-        gouts = "Tensor" if n_in == 1 else "(" + ", ".join(["Tensor"] * n_in) + ")"
+        qualname = qualname or f"{self.label}_{uid}"
+        args = ", ".join([f"Tensor x{i}" for i in range(n_in)] + ["Tensor[] grads"] * grads)
         owner = self
 
+        def flat(xs) -> list:
+            return [*xs[:n_in], *xs[n_in]] if grads else list(xs)
+
         def forward(*xs):
+            xs = flat(xs)
             arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
             if owner.jitted._owns_out:
                 # Outputs allocated by torch, written in place by the program.
@@ -118,47 +130,46 @@ class TorchOp:
             return [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]
 
         def forward_fake(*xs):
+            xs = flat(xs)
             return [xs[0].new_empty(s, dtype=getattr(torch, np.dtype(d).name))
                     for s, d in owner.out_specs(owner._specs_of(xs))]
 
-        def backward_impl(*xg):
-            xs, gs = xg[:n_in], xg[n_in]
-            arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
-            cts = [to_numpy(g, "output gradient") for g in gs]
-            nums = [i for i, a in enumerate(arrays) if a.dtype.kind == "f"]
-            grads = iter(vjp_arrays(owner.fn, arrays, cts, nums))
-            res = [_from_numpy(next(grads), arrays + cts) if i in nums else torch.zeros_like(xs[i])
-                   for i in range(n_in)]
-            return res[0] if n_in == 1 else tuple(res)
-
-        def backward_fake(*xg):
-            res = [torch.empty_like(x) for x in xg[:n_in]]
-            return res[0] if n_in == 1 else tuple(res)
-
-        fwd = torch.library.custom_op(f"pypto::{self.label}_{uid}", forward, mutates_args=(),
+        fwd = torch.library.custom_op(f"pypto::{qualname}", forward, mutates_args=(),
                                       schema=f"({args}) -> Tensor[]")
         fwd.register_fake(forward_fake)
-        bwd = torch.library.custom_op(f"pypto::{self.label}_{uid}_backward", backward_impl,
-                                      mutates_args=(),
-                                      schema=f"({args}, Tensor[] grads) -> {gouts}")
-        bwd.register_fake(backward_fake)
 
         def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*inputs)
+            ctx.save_for_backward(*flat(inputs))
             ctx.out_meta = [(o.shape, o.dtype) for o in output]
 
-        def backward(ctx, grads):
+        def backward(ctx, grads_):
             xs = ctx.saved_tensors
             gs = [g.contiguous() if g is not None else xs[0].new_zeros(s, dtype=d)
-                  for g, (s, d) in zip(grads, ctx.out_meta)]
-            res = bwd(*xs, gs)
-            res = (res,) if n_in == 1 else tuple(res)
-            return tuple(r if x.dtype.is_floating_point else None for r, x in zip(res, xs))
+                  for g, (s, d) in zip(grads_, ctx.out_meta)]
+            floats = [x.dtype.is_floating_point for x in xs]
+            res = iter(owner.backward(len(xs))(*xs, gs) if any(floats) else ())
+            got = [next(res) if f else None for f in floats]
+            return (*got[:n_in], got[n_in:]) if grads else tuple(got)
 
         fwd.register_autograd(backward, setup_context=setup_context)
-        self._ops[n_in] = fwd
-        self.backward_op = bwd
+        self._ops[(n_in, grads)] = fwd
+        if not grads:
+            self.backward(n_in, qualname=f"{qualname}_backward")
         return fwd
+
+    def backward(self, n_in: int, *, qualname: str | None = None):
+        """The backward as a PyTorch op of its own, for calls with ``n_in`` tensors: called
+        with those tensors and the list of output gradients, it returns the gradients of the
+        float tensors among them. It is the forward op of a ``TorchOp`` of PyPTO's vjp program,
+        so it has a backward too: a second derivative (``create_graph=True``,
+        ``gradgradcheck``) runs PyPTO's derivative of the vjp program, and so on."""
+        op = self._backward.get(n_in)
+        if op is None:
+            name = f"{self.label}_backward"
+            body = JitFunction(_vjp_body(self.fn, n_in), fullgraph=True, name=name)
+            op = self._backward[n_in] = TorchOp(body, name=name)._register(
+                n_in, grads=True, qualname=qualname)
+        return op
 
     def torch_op(self, *tensors):
         """The registered PyTorch op for calls with these tensors (for ``opcheck``): it returns
@@ -185,6 +196,17 @@ def _registered(owner: TorchOp, n_in: int) -> int:
     op's lookup after it reads the registered op from ``owner._ops``."""
     owner._register(n_in)
     return n_in
+
+
+def _vjp_body(fn: Callable, n_in: int) -> Callable:
+    """``body(*xs, *grads)``: the gradients of ``fn`` at its ``n_in`` arguments ``xs`` with
+    respect to the float ones, weighted by the output gradients: the program
+    :func:`pypto.autodiff.api.vjp_traceable` gives (what ``pypto tune OP --grad`` tunes)."""
+    def body(*xg):
+        nums = tuple(i for i in range(n_in) if np.dtype(xg[i].dtype).kind == "f")
+        return vjp_traceable(fn, n_in, nums)(*xg)
+
+    return body
 
 
 def _key_of(tensors) -> tuple:
