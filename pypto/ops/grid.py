@@ -12,7 +12,9 @@
   ``((g + 1) * n - 1) / 2``. ``mode`` is ``"bilinear"`` (the four neighbours weighted) or
   ``"nearest"`` (the nearest pixel, halves to even, as torch); ``padding_mode`` ``"zeros"`` (pixels
   outside the image read 0) or ``"border"`` (positions clipped to the image first).
-  ``"reflection"`` padding and bicubic sampling are not offered.
+  ``"reflection"`` padding and bicubic sampling are not offered. Non-finite positions follow
+  torch: with zeros padding, bilinear gives NaN at a NaN or infinite position and nearest reads
+  0; border padding clips an infinite position to the edge and a NaN one to 0.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from . import elementwise as _ew
 from ._consts import lit
 from ._op import Param, op
 from .conv import check_float
@@ -138,8 +141,14 @@ def _grid_sample_reference(x, grid, mode="bilinear", padding_mode="zeros", align
     xf = x.astype(np.float64)
     gx = _unnormalize(grid[..., 0].astype(np.float64), w, align_corners)   # [N, OH, OW]
     gy = _unnormalize(grid[..., 1].astype(np.float64), h, align_corners)
-    if padding_mode == "border":
-        gx, gy = np.clip(gx, 0, w - 1), np.clip(gy, 0, h - 1)
+    if padding_mode == "border":                               # torch: a NaN position clips to 0
+        gx = np.where(np.isnan(gx), 0.0, np.clip(gx, 0, w - 1))
+        gy = np.where(np.isnan(gy), 0.0, np.clip(gy, 0, h - 1))
+        bad = np.zeros(gx.shape, bool)
+    else:      # far outside reads 0 all the same; torch: NaN where a position is NaN or inf
+        bad = ~(np.isfinite(gx) & np.isfinite(gy))
+        gx = np.where(bad, -2.0, np.clip(gx, -2.0, w + 1.0))
+        gy = np.where(bad, -2.0, np.clip(gy, -2.0, h + 1.0))
     batch = np.arange(n)[:, None, None]
 
     def read(ix, iy):                      # [N, C, OH, OW], 0 outside the image
@@ -157,6 +166,7 @@ def _grid_sample_reference(x, grid, mode="bilinear", padding_mode="zeros", align
         for dx, dy, wt in ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)),
                            (0, 1, (1 - fx) * fy), (1, 1, fx * fy)):
             out = out + read(x0 + dx, y0 + dy) * wt[:, None]
+        out = np.where(bad[:, None], np.nan, out)
     return np.asarray(out).astype(x.dtype)
 
 
@@ -221,17 +231,18 @@ def grid_sample(x, grid, *, mode, padding_mode, align_corners, dims):
             p = (g + one) / two * (fs - one)
         else:
             p = ((g + one) * fs - one) / two
-        if padding_mode == "border":
-            return hl.clamp(p, hl.cast(t, 0), fs - one)
+        if padding_mode == "border":          # torch: a NaN position clips to 0
+            return hl.select(_ew._is_nan(g), hl.cast(t, 0), hl.clamp(p, hl.cast(t, 0), fs - one))
         # Far outside, every neighbour reads 0 either way; clamping keeps the int conversion
-        # below in range.
-        return hl.clamp(p, hl.cast(t, -2), fs + one)
+        # below in range. A NaN or infinite position reads 0 too (bilinear makes it NaN below).
+        return hl.select(_ew._is_finite(g), hl.clamp(p, hl.cast(t, -2), fs + one), hl.cast(t, -2))
 
     # The sampling positions of an output pixel, the same for every channel: Funcs of their own
     # so that a schedule computes them once per pixel rather than once per channel.
     pos_x, pos_y = hl.Func("pos_x"), hl.Func("pos_y")
-    pos_x[ow, oh, n] = pixel(grid[0, ow, oh, n], dims.W)
-    pos_y[ow, oh, n] = pixel(grid[1, ow, oh, n], dims.H)
+    gx, gy = grid[0, ow, oh, n], grid[1, ow, oh, n]
+    pos_x[ow, oh, n] = pixel(gx, dims.W)
+    pos_y[ow, oh, n] = pixel(gy, dims.H)
     px, py = pos_x[ow, oh, n], pos_y[ow, oh, n]
 
     def read(ix, iy):
@@ -247,6 +258,10 @@ def grid_sample(x, grid, *, mode, padding_mode, align_corners, dims):
     fx0, fy0 = hl.floor(px), hl.floor(py)
     ix, iy = hl.cast(hl.Int(32), fx0), hl.cast(hl.Int(32), fy0)
     wx, wy = px - fx0, py - fy0
-    out[ow, oh, c, n] = ((read(ix, iy) * (one - wx) + read(ix + 1, iy) * wx) * (one - wy)
-                         + (read(ix, iy + 1) * (one - wx) + read(ix + 1, iy + 1) * wx) * wy)
+    value = ((read(ix, iy) * (one - wx) + read(ix + 1, iy) * wx) * (one - wy)
+             + (read(ix, iy + 1) * (one - wx) + read(ix + 1, iy + 1) * wx) * wy)
+    if padding_mode == "zeros":
+        # torch: a NaN or infinite position gives NaN (its weights are), not a pixel read as 0.
+        value = hl.select(_ew._is_finite(gx) & _ew._is_finite(gy), value, _ew._nan(value))
+    out[ow, oh, c, n] = value
     return out
