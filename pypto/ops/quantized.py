@@ -11,8 +11,9 @@ A real value ``v`` is represented by the integer ``q`` with ``v ~= (q - zero_poi
   float32 reciprocal), rounding half to even; ``x * inv`` is rounded to the input's precision.
   For float64 inputs the per-tensor result is rounded through float32, the per-channel one is
   not: torch's two kernels differ there, and these follow them. +-inf saturate at the clamp
-  limits, as in torch; NaN stays NaN (torch's kernel gives ``(quant_min - zero_point) * s``,
-  from converting NaN to an integer).
+  limits, as torch's per-tensor kernel does (its per-channel kernel maps +inf to
+  ``quant_min``, from converting inf to an integer; here both saturate). NaN stays NaN (torch's
+  kernels give ``(quant_min - zero_point) * s``, from converting NaN to an integer).
 - ``quantized_conv2d(x, w, bias=None, stride, padding, dilation, groups, x_zero_point,
   w_zero_point)``: ``F.conv2d`` of ``x - x_zero_point`` with ``w - w_zero_point`` in exact int32
   arithmetic, plus an int32 ``bias``; padding holds ``x_zero_point`` (real 0). The int32 result
