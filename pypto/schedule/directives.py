@@ -182,29 +182,39 @@ def _thaw(v):
 
 
 def _fail(d: Directive, where: str, msg: str):
-    raise ScheduleError(f"{where} {d.op!r} on {d.func!r}: {msg}")
+    raise ScheduleError(f"{where} {_short(d.op)} on {_short(d.func)}: {msg}")
+
+
+def _short(value, most: int = 40) -> str:
+    """``repr(value)`` cut to ``most`` characters (a schedule file can hold a 4000-digit number
+    or a megabyte string; a message names it, it does not print it)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10 ** most:
+        return f"{'-' if value < 0 else ''}an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= most else f"{text[:most - 5]}...({len(text)} characters)"
 
 
 def _check_name(value, d, where, arg) -> None:
     if not isinstance(value, str) or not NAME_RE.match(value):
-        _fail(d, where, f"'{arg}' must be a name (letters, digits, _ $ .; at most 64), got {value!r}")
+        _fail(d, where, f"'{arg}' must be a name (letters, digits, _ $ .; at most 64), got "
+                        f"{_short(value)}")
 
 
 def _check_int(value, limit_key, d, where, arg) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        _fail(d, where, f"'{arg}' must be an integer, got {value!r}")
+        _fail(d, where, f"'{arg}' must be an integer, got {_short(value)}")
     hi = LIMITS[limit_key]
     if not 1 <= value <= hi:
-        _fail(d, where, f"'{arg}' = {value} is out of range; allowed 1..{hi}")
+        _fail(d, where, f"'{arg}' = {_short(value)} is out of range; allowed 1..{hi}")
 
 
 def check_directive(d: Directive, where: str = "directive") -> None:
     """Checks one directive against the grammar (no Halide involved)."""
     if not isinstance(d.op, str) or d.op not in GRAMMAR:
-        raise ScheduleError(f"{where}: unknown directive {d.op!r}; known: {', '.join(sorted(GRAMMAR))}")
+        raise ScheduleError(f"{where}: unknown directive {_short(d.op)}; known: {', '.join(sorted(GRAMMAR))}")
     _check_name(d.func, d, where, "func")
     if isinstance(d.stage, bool) or not isinstance(d.stage, int) or not 0 <= d.stage <= 64:
-        _fail(d, where, f"'stage' must be an integer 0..64, got {d.stage!r}")
+        _fail(d, where, f"'stage' must be an integer 0..64, got {_short(d.stage)}")
     if d.op in FUNC_LEVEL and d.stage:
         _fail(d, where, "acts on the whole Func; give no stage")
     spec = dict(GRAMMAR[d.op])
@@ -234,21 +244,22 @@ def check_directive(d: Directive, where: str = "directive") -> None:
                 _fail(d, where, f"'{arg}' must be a list of [rvar, var] pairs")
             for p in v:
                 if not isinstance(p, tuple) or len(p) != 2:
-                    _fail(d, where, f"'{arg}' must be a list of [rvar, var] pairs, got {_thaw(p)!r}")
+                    _fail(d, where, f"'{arg}' must be a list of [rvar, var] pairs, got {_short(_thaw(p))}")
                 for x in p:
                     _check_name(x, d, where, arg)
         elif kind.startswith("int:"):
             _check_int(v, kind[4:], d, where, arg)
         elif kind == "sint":
             if isinstance(v, bool) or not isinstance(v, int) or abs(v) > LIMITS["bound"]:
-                _fail(d, where, f"'{arg}' must be an integer within +-{LIMITS['bound']}, got {v!r}")
+                _fail(d, where, f"'{arg}' must be an integer within +-{LIMITS['bound']}, got "
+                                f"{_short(v)}")
         elif kind.startswith("enum:"):
             allowed = _ENUMS[kind[5:]]
             if v not in allowed:
-                _fail(d, where, f"'{arg}' must be one of {list(allowed)}, got {v!r}")
+                _fail(d, where, f"'{arg}' must be one of {list(allowed)}, got {_short(v)}")
         elif kind == "bool":
             if not isinstance(v, bool):
-                _fail(d, where, f"'{arg}' must be true or false, got {v!r}")
+                _fail(d, where, f"'{arg}' must be true or false, got {_short(v)}")
     if d.op == "gpu_tile":
         threads = given.get("xsize", 1) * given.get("ysize", 1)
         if threads > LIMITS["gpu_threads"]:
