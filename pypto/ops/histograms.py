@@ -32,7 +32,7 @@ from ._op import Param, op
 from .image import _to_bhw
 from .quantized import round_half_even
 
-_HIST_DTYPES = ["float32", "float64", "uint8", "int32"]
+_HIST_DTYPES = ["float32", "float64", "uint8", "int8", "int16", "uint16", "int32", "uint32", "int64"]
 MAX_BINS = 1 << 20
 
 
