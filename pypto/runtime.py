@@ -3,6 +3,11 @@
 NumPy's last axis is Halide's dimension 0; ``hl.Buffer(ndarray)`` reverses the axes, so arrays pass
 through without a copy when their innermost axis is dense. Other views (a transpose, a negative
 stride) are copied once to a dense array first.
+
+Zero-size arrays: an eager kernel call with a zero-size axis runs no kernel (Halide's buffers and
+schedules are made for non-empty extents). It is answered on the checked, first-call path
+(:func:`_empty_call`): an empty result as is, a non-empty one by the op's rule (``ops/_empty.py``:
+a sum over nothing is 0), or a ShapeError naming the axis; it never makes a fast path.
 """
 
 from __future__ import annotations
@@ -89,7 +94,9 @@ def check_inputs(op, arrays: Sequence[np.ndarray], *, empty: bool = False
         for axis, (d, n) in enumerate(zip(spec.dims, a.shape)):
             if n == 0 and not empty:
                 raise ShapeError(f"{op.name}: argument '{spec.name}' has a zero-size axis {axis} "
-                                 f"(dim {d}) in shape {a.shape}; zero-size arrays are not supported")
+                                 f"(dim {d}) in shape {a.shape}; zero-size arrays are not "
+                                 f"supported where a kernel is made for the shape (a traced "
+                                 f"program, a profile); eager op calls take them")
             if n > 2**31 - 1:
                 raise ShapeError(f"{op.name}: argument '{spec.name}' axis {axis} is too large ({n})")
             if d in dims and dims[d] != n:

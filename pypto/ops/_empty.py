@@ -63,6 +63,13 @@ def _scatter_add(arrays, params, dims, specs):
     return arrays[0]                      # nothing to add: the input itself
 
 
+def _sdpa(arrays, params, dims, specs):
+    if dims.get("L") == 0 and dims.get("D") != 0:
+        return 0.0
+    raise ShapeError("attention: q and k have a zero-size feature axis D; give them at least "
+                     "one feature")
+
+
 def _histogram(arrays, params, dims, specs):
     return 0
 
@@ -83,6 +90,7 @@ RULES = {
     "var": _nan_warn("Degrees of freedom <= 0 for slice"),
     "std": _nan_warn("Degrees of freedom <= 0 for slice"),
     "median": _nan_warn("Mean of empty slice"),
+    "global_avg_pool2d": _nan_warn("Mean of empty slice"),
     "max": _no_identity("maximum", "max"), "min": _no_identity("minimum", "min"),
     "nanmax": _no_identity("fmax", "nanmax"), "nanmin": _no_identity("fmin", "nanmin"),
     "argmax": _no_identity("argmax", "argmax"), "argmin": _no_identity("argmin", "argmin"),
@@ -91,6 +99,8 @@ RULES = {
     "quantized_matmul": _const(0), "linear": _linear, "addmm": _addmm, "baddbmm": _addmm,
     "trace": _const(0), "cdist": _const(0), "cosine_similarity": _const(0),
     "pairwise_distance": _const(0),
+    # attention over no keys: torch's zeros (the weighted sum of nothing)
+    "scaled_dot_product_attention": _sdpa, "masked_attention": _sdpa,
     # counts and scatters over nothing
     "histogram": _histogram, "scatter_add": _scatter_add,
     "nms": _const((0, 0)), "batched_nms": _const((0, 0)),     # keep: nothing, count: 0

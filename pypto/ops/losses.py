@@ -292,7 +292,7 @@ def _class_args(name, input, target, weight):  # noqa: A002
                              f"{t.shape}")
         if x.ndim > 2:
             x = np.moveaxis(x, 1, -1)
-        x, t = x.reshape(-1, x.shape[-1]), t.reshape(-1)
+        x, t = x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), t.reshape(-1)
     else:
         raise ShapeError(f"{name}: input must be [C], [N, C] or [N, C, d1, ...], got a 0-d array")
     c = x.shape[-1]

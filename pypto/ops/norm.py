@@ -238,7 +238,7 @@ def _layer_norm_frontend(x, normalized_shape=None, weight=None, bias=None, eps=1
     c = math.prod(x.shape[x.ndim - k:])
     g = _vector("layer_norm", "weight", gamma, c, x.dtype, 1.0, k)
     b = _vector("layer_norm", "bias", beta, c, x.dtype, 0.0, k)
-    res = layer_norm.kernel(x.reshape(math.prod(x.shape[:-1]), c), g, b, eps=eps)
+    res = layer_norm.kernel(x.reshape(math.prod(x.shape[:x.ndim - k]), c), g, b, eps=eps)
     return res.reshape(x.shape)
 
 
@@ -257,7 +257,7 @@ def _rms_norm_frontend(x, normalized_shape=None, weight=None, eps=1e-6, *, gamma
         eps = float(np.finfo(np.dtype(x.dtype)).eps)        # torch's eps=None
     c = math.prod(x.shape[x.ndim - k:])
     g = _vector("rms_norm", "weight", gamma, c, x.dtype, 1.0, k)
-    res = rms_norm.kernel(x.reshape(math.prod(x.shape[:-1]), c), g, eps=eps)
+    res = rms_norm.kernel(x.reshape(math.prod(x.shape[:x.ndim - k]), c), g, eps=eps)
     return res.reshape(x.shape)
 
 

@@ -78,7 +78,8 @@ def _zeroed(op, arrays, dim):
 
 #: Ops whose kernel gives a non-empty result from an empty input where the NumPy kernel
 #: reference cannot take one (checked by value in the public tests below).
-_IDENTITY_WITHOUT_REF = {"logsumexp", "nms", "batched_nms", "histogram", "cummax", "cummin"}
+_IDENTITY_WITHOUT_REF = {"logsumexp", "nms", "batched_nms", "histogram", "cummax", "cummin",
+                         "scaled_dot_product_attention", "masked_attention"}
 
 
 def _kernel_sweep_ops():
@@ -183,7 +184,8 @@ SAME = [
     ("count_nonzero", lambda: P.count_nonzero(Z(2, 0), axis=1),
      lambda: np.count_nonzero(Z(2, 0), axis=1)),
     ("all", lambda: P.all(Z(0, dtype=bool)), lambda: np.all(Z(0, dtype=bool))),
-    ("any", lambda: P.any(Z(2, 0, dtype=bool), axis=1), lambda: np.any(Z(2, 0, dtype=bool), axis=1)),
+    ("any", lambda: P.any(Z(2, 0, dtype=bool), axis=1),
+     lambda: np.any(Z(2, 0, dtype=bool), axis=1)),
     ("mean", lambda: P.mean(Z(3, 0), axis=1), lambda: np.mean(Z(3, 0), axis=1)),
     ("mean_all", lambda: P.mean(Z(0)), lambda: np.mean(Z(0))),
     ("nanmean", lambda: P.nanmean(Z(3, 0), axis=1), lambda: np.nanmean(Z(3, 0), axis=1)),
@@ -344,6 +346,19 @@ SAME = [
     ("sdpa_seq0", lambda: P.scaled_dot_product_attention(Z(1, 2, 0, 4), R(1, 2, 5, 4),
                                                          R(1, 2, 5, 4)),
      lambda: Z(1, 2, 0, 4)),
+    ("sdpa_no_keys", lambda: P.scaled_dot_product_attention(R(1, 2, 3, 4), Z(1, 2, 0, 4),
+                                                           Z(1, 2, 0, 5)),
+     lambda: _tf().scaled_dot_product_attention(T(R(1, 2, 3, 4)), T(Z(1, 2, 0, 4)),
+                                                 T(Z(1, 2, 0, 5)))),
+    ("sdpa_causal_no_keys", lambda: P.scaled_dot_product_attention(
+        R(1, 2, 3, 4), Z(1, 2, 0, 4), Z(1, 2, 0, 5), is_causal=True),
+     lambda: _tf().scaled_dot_product_attention(T(R(1, 2, 3, 4)), T(Z(1, 2, 0, 4)),
+                                                 T(Z(1, 2, 0, 5)), is_causal=True)),
+    ("global_avg_pool2d_no_pixels", lambda: P.global_avg_pool2d(Z(2, 3, 0, 0)),
+     lambda: np.mean(Z(2, 3, 0, 0), axis=(-2, -1), keepdims=True)),
+    ("cross_entropy_spatial_batch0",
+     lambda: P.cross_entropy(Z(0, 4, 2), np.zeros((0, 2), np.int64), reduction="none"),
+     lambda: Z(0, 2)),
     ("lstm_cell_batch0", lambda: P.lstm_cell(Z(0, 3), Z(0, 2), Z(0, 2), R(8, 3), R(8, 2)),
      lambda: (Z(0, 2), Z(0, 2))),
     ("gru_cell_batch0", lambda: P.gru_cell(Z(0, 3), Z(0, 2), R(6, 3), R(6, 2)),
@@ -493,6 +508,10 @@ REFUSED = [
     ("pad_reflect_empty", lambda: P.pad(Z(2, 0), (1, 1), mode="reflect"), "smaller than"),
     ("anchor_boxes_no_rows", lambda: P.anchor_boxes(0, 3, 8, [16.0], [1.0]), "feat_h"),
     ("affine_grid_no_batch", lambda: P.affine_grid(Z(0, 2, 3), (0, 1, 4, 4)), "size"),
+    ("sdpa_no_features", lambda: P.scaled_dot_product_attention(Z(1, 1, 2, 0), Z(1, 1, 3, 0),
+                                                                 R(1, 1, 3, 4)), "feature"),
+    ("cross_entropy_no_classes", lambda: P.cross_entropy(Z(2, 0), np.zeros(2, np.int64)),
+     "out of range"),
     ("embedding_empty_table", lambda: P.embedding(np.zeros(2, np.int64), Z(0, 3)), "range"),
 ]
 
