@@ -12,11 +12,20 @@ import click
 from .common import dtype_option, param_option, parse_params, shape_option, target_option
 
 
-@click.group(invoke_without_command=True)
+class _OpsGroup(click.Group):
+    """``pypto ops NAME`` is ``pypto ops show NAME``: a word that is no subcommand names an op."""
+
+    def resolve_command(self, ctx, args):
+        if args and not args[0].startswith("-") and self.get_command(ctx, args[0]) is None:
+            args = ["show", *args]
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_OpsGroup, invoke_without_command=True)
 @click.option("--category", default=None, help="Only this category.")
 @click.pass_context
 def ops(ctx, category):
-    """List ops by category (`pypto ops show NAME` for one)."""
+    """List ops by category (`pypto ops NAME` or `pypto ops show NAME` for one)."""
     if ctx.invoked_subcommand is not None:
         return
     from ..ops import list_ops
