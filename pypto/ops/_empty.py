@@ -15,6 +15,7 @@ worded as NumPy's ValueError.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -26,9 +27,17 @@ def _const(value):
     return lambda arrays, params, dims, specs: value
 
 
+def _outside_pypto() -> int:
+    """The ``stacklevel`` of the first caller outside PyPTO (for the caller of the rule)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pypto"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _nan_warn(what: str):
     def rule(arrays, params, dims, specs):
-        warnings.warn(what, RuntimeWarning, stacklevel=4)
+        warnings.warn(what, RuntimeWarning, stacklevel=_outside_pypto())
         return np.nan
     return rule
 
