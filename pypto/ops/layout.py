@@ -434,19 +434,25 @@ def pad(x, *, before, after, mode, value, dims):
 
 # -- tile, repeat, flip, roll --------------------------------------------------------------------
 
-def _reps(name, reps, ndim):
+def _reps(name, reps, ndim, low=1):
     items = tuple(reps) if isinstance(reps, (list, tuple)) else (reps,)
-    items = tuple(_int(name, "reps", r, low=1) for r in items)
+    items = tuple(_int(name, "reps", r, low=low) for r in items)
     return (1,) * (ndim - len(items)) + items
 
 
 def _tile_frontend(x, reps):
-    """Repeats the whole of ``x`` ``reps`` times per axis (``np.tile``; reps >= 1)."""
+    """Repeats the whole of ``x`` ``reps`` times per axis (``np.tile``; reps >= 0, 0 giving an
+    empty axis)."""
     name = "tile"
     x = as_array(x, name, "x")
-    reps = _reps(name, reps, x.ndim)
+    reps = _reps(name, reps, x.ndim, low=0 if type(x) is np.ndarray else 1)
     if len(reps) > x.ndim:
         x = x.reshape((1,) * (len(reps) - x.ndim) + x.shape)
+    if 0 in reps:           # no copies along an axis: it is empty, the kernels' empty result
+        for a, r in enumerate(reps):
+            if r == 0:
+                x = np.take(x, [], axis=a)
+        reps = tuple(max(r, 1) for r in reps)
     if x.ndim == 0:                      # np.tile(scalar, ()): a copy
         return tile.kernel(x.reshape(1, 1, 1), reps=1).reshape(())
     final = tuple(n * r for n, r in zip(x.shape, reps))

@@ -211,7 +211,12 @@ def _topk_frontend(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - tor
     if xa.ndim == 0:
         raise ShapeError("topk: x must have at least one axis")
     ax = _axis("topk", dim, xa.ndim)
-    k = _int("topk", "k", k, low=1)
+    k = _int("topk", "k", k, low=0 if type(x) is np.ndarray else 1)
+    if k == 0:              # nothing to pick (torch.topk): empty values and indices
+        if xa.dtype.name not in {s[0] for s in topk.dtypes}:
+            topk.kernel(xa.reshape(1, -1, 1), k=1)        # its DtypeError
+        shape = xa.shape[:ax] + (0,) + xa.shape[ax + 1:]
+        return np.empty(shape, xa.dtype), np.empty(shape, np.int64)
     if k > xa.shape[ax]:
         raise ParamError(f"topk: k={k} is larger than the axis ({xa.shape[ax]})")
     vals, idx = topk.kernel(_oai(xa, ax), k=k, largest=bool(largest))    # (no network)

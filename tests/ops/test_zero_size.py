@@ -213,6 +213,9 @@ SAME = [
     ("argsort", lambda: P.argsort(Z(0)), lambda: np.argsort(Z(0))),
     ("topk_empty_rows", lambda: P.topk(Z(0, 5), 2),
      lambda: tuple(_torch().topk(T(Z(0, 5)), 2))),
+    ("topk_k0", lambda: P.topk(R(3, 4), 0), lambda: tuple(_torch().topk(T(R(3, 4)), 0))),
+    ("topk_k0_empty_axis", lambda: P.topk(Z(3, 0), 0),
+     lambda: tuple(_torch().topk(T(Z(3, 0)), 0))),
     # elementwise, binary, compare, activations
     ("exp", lambda: P.exp(Z(0, 3)), lambda: np.exp(Z(0, 3))),
     ("add", lambda: P.add(Z(0, 3), Z(3)), lambda: Z(0, 3) + Z(3)),
@@ -280,6 +283,8 @@ SAME = [
     ("roll", lambda: P.roll(Z(0, 3), 1, axis=0), lambda: np.roll(Z(0, 3), 1, axis=0)),
     ("roll_flat", lambda: P.roll(Z(0), 2), lambda: np.roll(Z(0), 2)),
     ("tile", lambda: P.tile(Z(0, 3), 2), lambda: np.tile(Z(0, 3), 2)),
+    ("tile_zero_times", lambda: P.tile(R(2, 3), (2, 0)), lambda: np.tile(R(2, 3), (2, 0))),
+    ("tile_zero_times_new_axis", lambda: P.tile(R(3), (0, 2)), lambda: np.tile(R(3), (0, 2))),
     ("split", lambda: P.split(Z(0, 4), 2, axis=1), lambda: tuple(np.split(Z(0, 4), 2, axis=1))),
     # creation
     ("eye0", lambda: P.eye(0), lambda: np.eye(0, dtype=f32)),
