@@ -978,3 +978,40 @@ def test_quantize_rounds_x_over_scale_then_adds_the_zero_point():
     far = frac > 1e-3                      # not within 1e-3 of a tie
     np.testing.assert_array_equal(got[far], want_torch[far])
     assert (got[~far] != want_torch[~far]).any()      # the convention shows at the ties
+
+
+# == 2g. resampling at the other sizes (downscaling, fractional scale factors) ===================
+for dt in FLOATS:
+    x = u((2, 3, 5, 7), dt, seed=45)
+    for h, w in ((3, 4), (1, 1), (2, 9)):
+        for ac in (False, True):
+            for name, mode in (("resize_bilinear", "bilinear"), ("resize_bicubic", "bicubic")):
+                case(f"{name}-{dt}-{h}x{w}-ac{ac}", dt,
+                     lambda x=x, n=name, h=h, w=w, a=ac: getattr(P, n)(x, h, w, align_corners=a),
+                     lambda x=x, m=mode, h=h, w=w, a=ac: F.interpolate(
+                         T(x), size=(h, w), mode=m, align_corners=a),
+                     rtol=1e-5 if dt == "float32" else 1e-11,
+                     atol=1e-5 if dt == "float32" else 1e-12)
+        case(f"resize_nearest-{dt}-{h}x{w}-exact", dt,
+             lambda x=x, h=h, w=w: P.resize_nearest(x, h, w, mode="nearest-exact"),
+             lambda x=x, h=h, w=w: F.interpolate(T(x), size=(h, w), mode="nearest-exact"))
+    for sf in (1.5, 0.5, 0.7):
+        case(f"upsample_nearest-{dt}-sf{sf}", dt,
+             lambda x=x, sf=sf: P.upsample_nearest(x, scale_factor=sf),
+             lambda x=x, sf=sf: F.interpolate(T(x), scale_factor=sf, mode="nearest"))
+
+
+def test_nms_ranks_a_nan_score_last_where_torchvision_ranks_it_first():
+    """CONVENTION (documented in pypto/ops/detection.py): a NaN score sorts last; torchvision's
+    ``scores.sort(descending=True)`` puts NaN first, so it keeps the NaN-scored box first."""
+    b = np.array([[0, 0, 2, 2], [1, 0, 3, 2], [0, 0, 4, 2]], np.float64)
+    s = np.array([0.5, np.nan, 0.7])
+    keep, count = P.nms(b, s, 0.2)
+    tk, tc = t_nms(T(b), T(s), 0.2)
+    assert int(count) == int(tc) == 1
+    assert keep[0] == 2 and int(tk[0]) == 1
+    finite = np.isfinite(s)          # without the NaN box both keep the same boxes
+    keep2, count2 = P.nms(b[finite], s[finite], 0.2)
+    tk2, tc2 = t_nms(T(b[finite]), T(s[finite]), 0.2)
+    np.testing.assert_array_equal(keep2, tk2.numpy())
+    assert int(count2) == int(tc2)
