@@ -54,7 +54,7 @@ def _axis(name: str, axis, ndim: int) -> int:
         return axis % ndim
     if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
         raise ParamError(f"{name}: 'axis' must be an int, got {axis!r}")
-    a = operator.index(axis)
+    a = any_int(name, "axis", axis)     # an array of several (or no) ints: a ParamError
     n = max(ndim, 1)                    # a 0-d input takes 0 and -1, as in torch
     if not -n <= a < n:
         raise ParamError(f"{name}: 'axis' must be in [{-n}, {n - 1}] for an input of rank "
@@ -78,7 +78,11 @@ def any_int(name: str, arg: str, value) -> int:
     """An int argument of any size (a bool is not one); ParamError otherwise."""
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise ParamError(f"{name}: '{arg}' must be an int, got {value!r}")
-    return operator.index(value)
+    try:
+        return operator.index(value)
+    except TypeError:       # an array of other than one integer (an empty one, say)
+        raise ParamError(f"{name}: '{arg}' must be an int, got an array of shape "
+                         f"{np.shape(value)}") from None
 
 
 def _oai(x, axis: int):

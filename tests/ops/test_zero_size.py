@@ -565,3 +565,32 @@ def test_every_elementwise_op_maps_empty_to_empty(name):
         warnings.simplefilter("ignore")
         want = op.reference(*arrays, **params)
     assert got.shape == np.shape(want) == (0, 3), name
+
+
+@pytest.mark.parametrize("name", _kernel_sweep_ops())
+def test_every_public_call_on_zero_size_canonical_arrays_never_raises_raw(name):
+    """The public call of every op on its canonical arrays with each dim zero in turn (not
+    always the public form: then the frontend's own argument errors): a result or a PyptoError
+    (ShapeError, ParamError, ArgumentError, DtypeError), never a raw Python exception."""
+    op = pypto.get_op(name)
+    arrays, params = _base(op)
+    if arrays is None:
+        pytest.skip("no example inputs")
+    for dim in op.input_dims:
+        zs = _zeroed(op, arrays, dim)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                op(*zs, **params)
+            except PyptoError:
+                pass
+            except Exception as e:        # noqa: BLE001 - what this test exists to catch
+                pytest.fail(f"{name} {dim}=0 {[z.shape for z in zs]}: raw "
+                            f"{type(e).__name__}: {e}")
+
+
+def test_an_empty_array_where_an_int_is_expected_is_a_param_error():
+    with pytest.raises(ParamError, match="'N' must be an int"):
+        P.eye(np.zeros(0))
+    with pytest.raises(ParamError, match="'axis' must be an int, got an array of shape"):
+        P.concat([Z(2, 3), Z(2, 3)], axis=np.zeros(0, np.int64))
