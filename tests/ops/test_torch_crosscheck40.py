@@ -1015,3 +1015,35 @@ def test_nms_ranks_a_nan_score_last_where_torchvision_ranks_it_first():
     tk2, tc2 = t_nms(T(b[finite]), T(s[finite]), 0.2)
     np.testing.assert_array_equal(keep2, tk2.numpy())
     assert int(count2) == int(tc2)
+
+
+# == 2h. integer edges: shifts at and beyond the width, negative shifts, wrapping, extremes =======
+for dt in ("int8", "int16", "int32", "int64", "uint8"):
+    bits, info = np.dtype(dt).itemsize * 8, np.iinfo(dt)
+    a = np.array([1, -1 if info.min < 0 else 200, info.max, info.min, 5, 7] * 2, dt)
+    b = np.array([0, 1, bits - 1, bits, bits + 1, 2 * bits, 3, bits - 1, bits, 0, 1, 2], dt)
+    if info.min < 0:
+        b[-4:] = [-1, -2, -bits, -100]
+    for name, fn in (("left_shift", torch.bitwise_left_shift),
+                     ("right_shift", torch.bitwise_right_shift)):
+        case(f"{name}-{dt}-width", dt, lambda a=a, b=b, n=name: getattr(P, n)(a, b),
+             lambda a=a, b=b, f=fn: f(T(a), T(b)))
+for dt in ("int32", "int64"):
+    info = np.iinfo(dt)
+    a = np.array([1, -1, info.max, info.min, 5, -7, 0, 9, info.max, info.min, 13, -13], dt)
+    d = np.array([3, -3, 7, -7, 1, -1, 2, -2, 5, -5, info.max, info.min], dt)
+    for name, fn in (("floor_divide", torch.floor_divide), ("remainder", torch.remainder),
+                     ("fmod", torch.fmod), ("mul", torch.mul), ("add", torch.add)):
+        case(f"{name}-{dt}-extremes", dt, lambda a=a, d=d, n=name: getattr(P, n)(a, d),
+             lambda a=a, d=d, f=fn: f(T(a), T(d)))
+
+
+def test_integer_division_by_zero_is_zero_as_numpy_where_torch_raises():
+    """CONVENTION: integer floor_divide, remainder and fmod by 0 give 0 (NumPy's result, without
+    its warning); torch raises ZeroDivisionError."""
+    a, z = np.array([5, -5, 0], np.int64), np.zeros(3, np.int64)
+    for name, fn in (("floor_divide", torch.floor_divide), ("remainder", torch.remainder),
+                     ("fmod", torch.fmod)):
+        np.testing.assert_array_equal(getattr(P, name)(a, z), [0, 0, 0])
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(T(a), T(z))
