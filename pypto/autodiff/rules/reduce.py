@@ -1,14 +1,20 @@
 """Rules of the reductions, on their canonical form: x [O, R] reduced along R to [O].
 
 ``max``/``min`` split the gradient evenly among tied extremes (PyTorch's ``amax``); ``prod``
-divides the product by each element, so an input holding zeros gives inf/NaN there (as a
-closed form cannot avoid without a second product); ``argmax``/``argmin`` are not differentiable.
+divides the product by each element where a row holds no zero, and otherwise gives PyTorch's
+gradient: a row with one zero passes the product of its other elements to the zero and 0 to the
+rest, a row with two or more zeros passes 0 (the division gave NaN there); ``std`` passes 0 where
+it is 0 (a constant row), as PyTorch does, and ``var``/``std`` with ``ddof`` equal to the
+reduced length divide by 0 as the forward does (inf/NaN gradients, PyTorch's) instead of raising
+ZeroDivisionError; ``argmax``/``argmin`` are not differentiable.
 ``nansum``/``nanmean`` pass nothing to NaNs; ``nanmax``/``nanmin`` follow ``max``/``min``;
 ``vector_norm`` passes nothing where a row's norm is 0; ``all``/``any``/``count_nonzero`` are
 step functions (nothing flows back).
 """
 
 from __future__ import annotations
+
+import math
 
 from ... import ops
 from .. import shapes
@@ -42,26 +48,41 @@ rule("max", "min")(_extreme)
 
 @rule("prod")
 def _prod(c):
-    x = c.inputs[0]
-    return [_spread(c.dy * c.y, c.dims["R"]) / x]
+    x, r = c.inputs[0], c.dims["R"]
+    zero = x == 0.0
+    zeros = zero.astype(x.dtype).sum(axis=1)                  # [O]: zeros in each row
+    # the product of the row's nonzero elements: the gradient of its one zero, if it has one
+    others = ops.prod(ops.where(zero, 1.0, x), axis=1)
+    plain = _spread(c.dy * c.y, r) / ops.where(zero, 1.0, x)
+    lone = _spread(ops.where(zeros == 1.0, c.dy * others, 0.0), r)
+    return [ops.where(_spread(zeros, r) == 0.0, plain, ops.where(zero, lone, 0.0))]
 
 
 def _centered(x, r):
     return x - _spread(ops.mean(x, axis=1), r)
 
 
+def _over(num: float, r, ddof) -> float:
+    """num / (r - ddof), inf where ddof is the reduced length (the forward divides by 0 too)."""
+    d = r - ddof
+    return num / d if d != 0 else math.inf
+
+
 @rule("var")
 def _var(c):
     x, r = c.inputs[0], c.dims["R"]
-    k = 2.0 / (r - c.params.get("ddof", 0))
+    k = _over(2.0, r, c.params.get("ddof", 0))
     return [_spread(c.dy * k, r) * _centered(x, r)]
 
 
 @rule("std")
 def _std(c):
     x, r = c.inputs[0], c.dims["R"]
-    k = 1.0 / (r - c.params.get("ddof", 0))
-    return [_spread(c.dy * k / c.y, r) * _centered(x, r)]
+    k = _over(1.0, r, c.params.get("ddof", 0))
+    y = c.y
+    # PyTorch's: nothing flows where std is 0 (a constant row), where dy / y was NaN
+    scaled = ops.where(y == 0.0, 0.0, c.dy / ops.where(y == 0.0, 1.0, y))
+    return [_spread(scaled * k, r) * _centered(x, r)]
 
 
 @rule("logsumexp")
