@@ -127,7 +127,7 @@ def _class_masks(target, n_cls: int, ignore_index: int, dtype):
 def _weight_grad(c, m, per_class):
     """d weight: sum_n (per_class[n, c] + dwt[n] M[n, c]), per_class already holding the loss
     part."""
-    return (per_class + c.dys[1].reshape(-1, 1) * m).sum(axis=0)
+    return (per_class + ops.where(m > 0.0, c.dys[1].reshape(-1, 1), 0.0)).sum(axis=0)
 
 
 @rule("cross_entropy")
@@ -142,7 +142,10 @@ def _cross_entropy(c):
     if ls > 0:
         b = b + ok.reshape(n, 1) * (ls / n_cls)
     a = b * wr
-    dy = c.dys[0].reshape(n, 1)
+    # An ignored sample passes nothing whatever its output gradient (PyTorch's): under the mean
+    # of a batch whose samples are all ignored that gradient is 1 / 0, and inf * 0 made NaN.
+    kept = ok.reshape(n, 1) > 0.0
+    dy = ops.where(kept, c.dys[0].reshape(n, 1), 0.0)
     p = ops.softmax.kernel(x)
     dx = -dy * (a - p * a.sum(axis=1, keepdims=True))
     dw = None
@@ -157,9 +160,12 @@ def _nll_loss(c):
     x, target, w = c.inputs
     n, n_cls = x.shape
     m, _ = _class_masks(target, n_cls, c.params["ignore_index"], x.dtype)
+    # only each kept sample's target entry is read (PyTorch's): elsewhere nothing flows, even
+    # with an inf output gradient (the mean of a batch whose samples are all ignored)
+    hit = m > 0.0
     dy = c.dys[0].reshape(n, 1)
-    dx = -dy * m * w.reshape(1, n_cls)
-    dw = _weight_grad(c, m, -dy * m * x) if c.wants(2) else None
+    dx = ops.where(hit, -dy * w.reshape(1, n_cls), 0.0)
+    dw = _weight_grad(c, m, ops.where(hit, -dy * x, 0.0)) if c.wants(2) else None
     return [dx, INDEX, dw]
 
 
