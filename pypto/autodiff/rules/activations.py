@@ -2,10 +2,11 @@
 and softmin.
 
 At a kink the one-sided choice is PyTorch's: ``hardtanh``/``relu6``/``hardsigmoid`` pass nothing
-at their bounds, ``hardswish`` takes the inner formula on [-3, 3], ``hardshrink``/
-``softshrink`` pass nothing at +-lambd, ``threshold`` passes only above the threshold,
-``prelu`` takes slope 1 at 0, and ``logit`` with ``eps`` passes nothing where x was clamped
-(inclusive bounds: inside [eps, 1 - eps] it is the plain derivative).
+at their bounds, ``hardswish`` takes the inner formula on (-3, 3) only (0 at -3, 1 at 3, as
+PyTorch 2.13), ``hardshrink``/``softshrink`` pass nothing at +-lambd, ``threshold`` passes only
+above the threshold, ``prelu`` takes the slope ``weight`` at 0 (PyTorch's ``x > 0`` test), and
+``logit`` with ``eps`` passes nothing where x was clamped (inclusive bounds: inside
+[eps, 1 - eps] it is the plain derivative).
 
 ``glu``/``geglu`` see x as [R, 2, C] (the two halves); their gradient is the two halves' gradients
 stacked back into that form.
@@ -34,7 +35,7 @@ def _hardsigmoid(x, y, dy, p):
 @_unary("hardswish")
 def _hardswish(x, y, dy, p):
     inner = dy * (x * (1.0 / 3.0) + 0.5)
-    return ops.where(x < -3.0, 0.0, ops.where(x <= 3.0, inner, dy))
+    return ops.where(x <= -3.0, 0.0, ops.where(x < 3.0, inner, dy))
 
 
 @_unary("mish")
@@ -107,8 +108,8 @@ def _log_sigmoid(x, y, dy, p):
 @rule("prelu")
 def _prelu(c):
     x, w = c.inputs
-    neg = x < 0
-    return [ops.where(neg, c.dy * w, c.dy), ops.where(neg, c.dy * x, 0.0)]
+    pos = x > 0                       # PyTorch's: x = 0 takes the slope w
+    return [ops.where(pos, c.dy, c.dy * w), ops.where(pos, 0.0, c.dy * x)]
 
 
 def _halves(c, gate, gate_grad):

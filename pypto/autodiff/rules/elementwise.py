@@ -5,7 +5,9 @@ inputs of one shape; un-broadcasting happens in the broadcast view's rule.
 
 Choices where the math leaves one, as PyTorch makes them: ``relu``, ``abs`` and ``clip`` pass
 nothing at their kinks' left side (``relu'(0) = 0``, ``abs'(0) = 0``, ``clip`` passes where
-``min <= x <= max``); ``maximum``/``minimum`` split the gradient evenly on ties; ``floor``,
+``min <= x <= max``); ``maximum``/``minimum`` split the gradient evenly on ties and pass all of it
+to both arguments where either is NaN; ``pow`` passes nothing to its base where the exponent is
+0, and to its exponent ``a**b log a`` (0 at ``a == 0, b >= 0``; NaN for ``a < 0``); ``floor``,
 ``ceil`` and ``round`` have zero gradient (use ``@pypto.def_gradient`` for a straight-through
 estimator).
 """
@@ -196,29 +198,36 @@ def _div(c):
 @rule("pow")
 def _pow(c):
     a, b = c.inputs
-    da = c.dy * b * ops.pow(a, b - 1.0)
-    # d/db a**b = a**b log a; at a = 0 PyTorch takes the limit 0 (for b > 0): keep it finite.
-    db = ops.where(a > 0, c.dy * c.y * ops.log(ops.where(a > 0, a, 1.0)), 0.0)
+    # PyTorch's: nothing flows to a where b == 0 (b a**(b-1) was 0 * inf = NaN at a = 0)
+    da = ops.where(b == 0.0, 0.0, c.dy * b * ops.pow(a, b - 1.0))
+    # d/db a**b = a**b log a, PyTorch's: 0 at a = 0 with b >= 0 (the limit), else as written
+    # (NaN for a < 0, where a**b has no derivative in b; -inf at a = 0 with b < 0)
+    limit = (a == 0.0) & (b >= 0.0)
+    db = ops.where(limit, 0.0, c.dy * c.y * ops.log(ops.where(limit, 1.0, a)))
     return [da, db]
 
 
-def _extreme(c, wins):
+def _extreme(c, greater: bool):
+    """PyTorch's: half each on a tie; where either is NaN (the result is NaN) both take all of
+    the gradient (the mask only removes it from the strict loser)."""
     a, b = c.inputs
-    tie = a == b
     half = c.dy * 0.5
-    da = ops.where(tie, half, ops.where(wins, c.dy, 0.0))
-    db = ops.where(tie, half, ops.where(wins, 0.0, c.dy))
+    a_loses = (a < b) if greater else (a > b)
+    b_loses = (b < a) if greater else (b > a)
+    tie = a == b
+    da = ops.where(a_loses, 0.0, ops.where(tie, half, c.dy))
+    db = ops.where(b_loses, 0.0, ops.where(tie, half, c.dy))
     return [da, db]
 
 
 @rule("maximum")
 def _maximum(c):
-    return _extreme(c, c.inputs[0] > c.inputs[1])
+    return _extreme(c, True)
 
 
 @rule("minimum")
 def _minimum(c):
-    return _extreme(c, c.inputs[0] < c.inputs[1])
+    return _extreme(c, False)
 
 
 @rule("swiglu")

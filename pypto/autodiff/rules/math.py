@@ -4,10 +4,12 @@ heaviside) and the step functions.
 
 Closed forms on the kernels' flat [N] (unary) or [R, C] (binary, already broadcast) form, as
 PyTorch writes them. Where the math leaves a choice PyTorch's is taken: ``fmax``/``fmin`` pass
-the gradient to the number when the other argument is NaN and split it evenly on ties (as
-``maximum`` does here); ``copysign`` passes nothing to ``a`` at ``a == 0`` and nothing to ``b``;
+the gradient to the number when the other argument is NaN and, on ties, all of it to the first
+argument (PyTorch 2.13's ``a >= b`` mask; unlike ``maximum``, which splits ties); ``copysign``
+passes nothing to ``a`` at ``a == 0`` and nothing to ``b``;
 ``fmod``/``remainder`` give ``b`` the gradient ``-trunc(a / b)`` / ``-floor(a / b)``;
-``heaviside`` passes to ``h0`` where ``x == 0`` only; ``hypot`` passes nothing at (0, 0).
+``heaviside`` passes to ``h0`` where ``x == 0`` only; ``hypot`` passes nothing at (0, 0) (PyTorch
+gives NaN there; 0 is the norms' choice); ``atan2`` passes nothing at (0, 0), as PyTorch.
 ``sign``, ``trunc`` and ``floor_divide`` are step functions (zero gradient, as PyTorch's);
 ``isnan``/``isinf``/``isfinite``/``signbit`` give masks; the bitwise ops and shifts work on
 integer bits and are not differentiable.
@@ -120,7 +122,9 @@ mark(NotDifferentiable("it works on the bits of integers and bools"),
 def _atan2(c):
     y, x = c.inputs
     r = x * x + y * y
-    return [c.dy * x / r, -c.dy * y / r]
+    # PyTorch's: nothing flows at (0, 0), where x / r and y / r were 0 / 0 (NaN)
+    inv = ops.where(r == 0.0, 0.0, 1.0 / ops.where(r == 0.0, 1.0, r))
+    return [c.dy * x * inv, -c.dy * y * inv]
 
 
 @rule("hypot")
@@ -145,13 +149,12 @@ def _lerp(c):
 
 
 def _nan_extreme(c, greater: bool):
+    """PyTorch's: ``a`` takes the whole gradient where ``a >= b`` (``<=`` for fmin), ties
+    included, or where ``b`` is NaN (both NaN: ``a``); ``b`` takes it everywhere else."""
     a, b = c.inputs
-    beats = (a > b) if greater else (a < b)
-    wins = beats | ops.isnan(b)            # a NaN loses to a number (both NaN: a takes it)
-    half = c.dy * 0.5
-    tie = (a == b) & ~(ops.isnan(a) | ops.isnan(b))   # (equal is not NaN-safe everywhere)
-    return [ops.where(tie, half, ops.where(wins, c.dy, 0.0)),
-            ops.where(tie, half, ops.where(wins, 0.0, c.dy))]
+    keeps = (a >= b) if greater else (a <= b)
+    wins = keeps | ops.isnan(b)            # a NaN loses to a number (both NaN: a takes it)
+    return [ops.where(wins, c.dy, 0.0), ops.where(wins, 0.0, c.dy)]
 
 
 @rule("fmax")
