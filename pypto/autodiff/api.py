@@ -90,6 +90,20 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None):
     outs = [x for x in leaves if isinstance(x, T.Tensor)]
     if not outs:
         raise TraceError(f"{mode}({label}): the function returns no traced value")
+    if mode == "vjp":
+        # An integer output (topk's or sort's indices, a count) carries no gradient: its
+        # cotangent is dropped, as torch and JAX drop them; the float ones are differentiated.
+        if len(cts) != len(outs):
+            raise ShapeError(f"{mode}({label}): give one output gradient per output "
+                             f"({len(outs)}), got {len(cts)}")
+        kept = [k for k, o in enumerate(outs) if is_float(o.dtype)]
+        if not kept:
+            o = outs[0]
+            raise NotDifferentiableError(
+                f"{mode}({label}): no output is a float array (output #0 has dtype "
+                f"{o.dtype.name}, from {o.node.describe()} at {o.where}); only float outputs "
+                f"can be differentiated")
+        outs, cts = [outs[k] for k in kept], [cts[k] for k in kept]
     for k, o in enumerate(outs):
         if not is_float(o.dtype):
             raise NotDifferentiableError(
@@ -197,6 +211,7 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 def vjp(fn: Callable, *args):
     """``(outputs, vjp_fn)``: ``fn(*args)`` and a function mapping output gradients (one per
     output, same shapes and dtypes) to one gradient per argument (None for non-array ones).
+    An integer output (topk's indices) carries no gradient: give None (or zeros) for it.
 
     ``vjp_fn`` runs the forward again inside the backward program, fused with it, so nothing
     from this call is held in memory.
@@ -218,6 +233,8 @@ def vjp(fn: Callable, *args):
                              f"({len(out_leaves)}), got {len(cts)}")
         checked = []
         for k, (c, o) in enumerate(zip(cts, out_leaves)):
+            if c is None and np.dtype(o.dtype).kind != "f":
+                c = np.zeros(o.shape, o.dtype)       # an integer output: no gradient flows
             c = c if isinstance(c, T.Tensor) else np.asarray(c)
             if tuple(c.shape) != tuple(o.shape) or np.dtype(c.dtype) != np.dtype(o.dtype):
                 raise ShapeError(f"vjp({label}): output gradient #{k} has shape {tuple(c.shape)} "
