@@ -84,7 +84,8 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None):
     except GraphBreakError as e:
         raise GraphBreakError(f"{mode}({label}): the function must trace as one program (its "
                               f"backward is compiled with it), but it needs a Python value: "
-                              f"{e}") from None
+                              f"{getattr(e, 'need', e)}. Keep both paths in the program with "
+                              f"pypto.cond(pred, f, g, *xs) or pypto.ops.where") from None
     nodes = ctx.nodes[start:]
     struct, leaves = _result_structure(result)
     outs = [x for x in leaves if isinstance(x, T.Tensor)]

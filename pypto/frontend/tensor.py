@@ -755,12 +755,15 @@ def _concrete(t: Tensor, why: str) -> np.ndarray:
         from ..errors import GraphBreakError
 
         chain = _ops_behind(t)
-        raise GraphBreakError(
-            f"{ctx.name}: the value of a traced Tensor is needed in Python ({why}) at {where}"
-            f"{': ' + source_line(where) if source_line(where) else ''}; it is computed by "
-            f"{chain}. Under fullgraph=True this is an error: use pypto.cond(pred, f, g, *xs) "
+        need = (f"{ctx.name}: the value of a traced Tensor is needed in Python ({why}) at "
+                f"{where}{': ' + source_line(where) if source_line(where) else ''}; it is "
+                f"computed by {chain}")
+        err = GraphBreakError(
+            f"{need}. Under fullgraph=True this is an error: use pypto.cond(pred, f, g, *xs) "
             f"or pypto.ops.where to keep both paths in the program, or drop fullgraph=True to "
             f"let the program break here")
+        err.need = need       # for callers that must trace one program, with their own advice
+        raise err
     value = ctx.on_break(ctx, t, why, where)
     ctx.materialized[key] = value
     return value

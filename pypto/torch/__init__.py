@@ -29,7 +29,7 @@ import numpy as np
 import torch  # the real PyTorch: absolute imports never resolve to this package
 
 from ..autodiff.api import vjp_traceable
-from ..errors import DtypeError, TraceError
+from ..errors import DtypeError, GraphBreakError, TraceError
 from ..frontend import tensor as T
 from ..frontend.jit import JitFunction, _result_structure
 
@@ -83,6 +83,13 @@ class TorchOp:
                 args = [T.spec_input(s, d, name=f"arg{i}") for i, (s, d) in
                         enumerate(shapes_dtypes)]
                 _, leaves = _result_structure(self.fn(*args))
+            except GraphBreakError as e:
+                raise GraphBreakError(
+                    f"pypto.torch.op({self.label}): the function must trace as one program (its "
+                    f"output shapes come from a trace without values, and its backward is "
+                    f"compiled with it), but it needs a Python value: {getattr(e, 'need', e)}. "
+                    f"Keep both paths in the program with pypto.cond(pred, f, g, *xs) or "
+                    f"pypto.ops.where") from None
             finally:
                 T.deactivate(token)
             got = [(tuple(x.shape), x.dtype) for x in leaves if isinstance(x, T.Tensor)]
