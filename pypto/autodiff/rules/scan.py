@@ -9,7 +9,8 @@
 * cummax/cummin, topk: each value's gradient goes to the index the op returned (a scatter-add);
 * sort: the permutation is recomputed with argsort (same order, ties included) and the gradient
   scattered back through it; median: to the middle element, or half to each of the two middle
-  ones of an even row;
+  ones of an even row; a row holding NaN (its median is NaN) passes it to its first NaN, as
+  PyTorch;
 * argsort returns indices: not differentiable, like argmax.
 """
 
@@ -86,9 +87,17 @@ def _median(c):
     lo, hi = (r - 1) // 2, r // 2
     dy = c.dy.reshape(o, 1, i)
     if lo == hi:
-        return [_scatter(x.shape, order[:, lo:lo + 1], dy)]
-    half = (dy * 0.5).broadcast_to((o, 2, i))
-    return [_scatter(x.shape, order[:, lo:hi + 1], half)]
+        got = _scatter(x.shape, order[:, lo:lo + 1], dy)
+    else:
+        half = (dy * 0.5).broadcast_to((o, 2, i))
+        got = _scatter(x.shape, order[:, lo:hi + 1], half)
+    # a row holding NaN has the median NaN: its gradient goes to the row's first NaN, as
+    # PyTorch's (the sorted middle, a number, had it)
+    nan = ops.isnan(x)
+    seen = ops.cumsum.kernel(nan.astype(x.dtype))
+    first = nan & (seen == 1.0)
+    has_nan = seen[:, r - 1:r] > 0.0                               # [O, 1, I]
+    return [ops.where(has_nan, ops.where(first, dy, 0.0), got)]
 
 
 mark(NotDifferentiable("it returns integer indices"), "argsort")
