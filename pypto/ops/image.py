@@ -395,7 +395,11 @@ def _check_batch_index(name: str, x, boxes) -> None:
                          f"[0, {x.shape[0] - 1}]")
 
 
-def _roi_align_ref(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=2, aligned=False):
+#: The largest adaptive grid (samples per bin and axis) roi_align takes.
+MAX_ROI_GRID = 1 << 12
+
+
+def _roi_align_ref(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
     x = np.asarray(x)
     boxes = np.asarray(_roi_boxes(boxes))
     ph_n, pw_n = _pair(output_size, "roi_align", "output_size")
@@ -432,25 +436,50 @@ def _roi_align_ref(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=2, a
         if not aligned:
             rw, rh = max(rw, 1.0), max(rh, 1.0)
         bh, bw = rh / ph_n, rw / pw_n
-        g = sampling_ratio
+        # torchvision's adaptive grid: ceil(side / bins) samples per bin and axis, computed in
+        # the input's precision (its kernel divides in the scalar type).
+        t = x.dtype.type
+        gh = sampling_ratio if sampling_ratio > 0 else max(int(np.ceil(t(rh) / t(ph_n))), 0)
+        gw = sampling_ratio if sampling_ratio > 0 else max(int(np.ceil(t(rw) / t(pw_n))), 0)
         for i in range(ph_n):
             for j in range(pw_n):
                 acc = np.zeros(C)
-                for iy in range(g):
-                    y = y1 + i * bh + (iy + 0.5) * bh / g
-                    for ix in range(g):
-                        acc += sample(img, y, x1 + j * bw + (ix + 0.5) * bw / g)
-                out[k, :, i, j] = acc / (g * g)
+                for iy in range(gh):
+                    y = y1 + i * bh + (iy + 0.5) * bh / gh
+                    for ix in range(gw):
+                        acc += sample(img, y, x1 + j * bw + (ix + 0.5) * bw / gw)
+                out[k, :, i, j] = acc / max(gh * gw, 1)
     return out.astype(x.dtype)
 
 
 def _roi_kernel_ref(x, boxes, pooled_height, pooled_width, spatial_scale=1.0, sampling_ratio=2,
-                    aligned=False):
-    return _roi_align_ref(x, boxes, (pooled_height, pooled_width), spatial_scale, sampling_ratio,
-                          aligned)
+                    aligned=False, max_grid=1):
+    # max_grid only bounds the kernel's loops; the boxes' own grids are the same below it.
+    return _roi_align_ref(x, boxes, (pooled_height, pooled_width), spatial_scale,
+                          sampling_ratio if sampling_ratio > 0 else -1, aligned)
 
 
-def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=2,
+def _adaptive_grid_bound(x, boxes, oh, ow, spatial_scale, aligned) -> int:
+    """A bound on torchvision's adaptive grid (``ceil(side / bins)`` per box and axis) over
+    ``boxes``: the next power of two above the largest one plus one (a margin for the last
+    bit of the kernel's arithmetic; powers of two keep the compiled variants few)."""
+    b = np.asarray(boxes, np.float64)
+    if b.ndim != 2 or b.shape[0] == 0 or b.shape[1] != 5:
+        return 1                           # the kernel's checks say what is wrong with them
+    off = 0.5 if aligned else 0.0
+    c = b[:, 1:] * spatial_scale - off
+    rw, rh = c[:, 2] - c[:, 0], c[:, 3] - c[:, 1]
+    if not aligned:
+        rw, rh = np.maximum(rw, 1.0), np.maximum(rh, 1.0)
+    most = max(float(np.max(rh)) / oh, float(np.max(rw)) / ow, 0.0)
+    if not math.isfinite(most) or most > MAX_ROI_GRID - 1:
+        raise ParamError(f"roi_align: adaptive sampling (sampling_ratio <= 0) would take "
+                         f"{most:.0f} samples per bin and axis for the largest box; give a "
+                         f"sampling_ratio in [1, 64], or boxes within the image")
+    return 1 << int(math.ceil(most)).bit_length()     # the power of two >= ceil(most) + 1
+
+
+def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1,
                         aligned=False):
     """Average of bilinear samples over each box's bins, like ``torchvision.ops.roi_align``.
 
@@ -458,9 +487,9 @@ def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio
     input coordinates (or a list of ``[L_i, 4]`` arrays, one per image). The result is
     ``[K, C, oh, ow]`` for ``output_size = (oh, ow)`` (or an int for both). Box corners are
     multiplied by ``spatial_scale`` (and shifted by -0.5 when ``aligned``); each bin averages a
-    ``sampling_ratio`` x ``sampling_ratio`` grid of samples. Samples more than one pixel outside
-    the image count as 0. torchvision's adaptive sampling (``sampling_ratio <= 0``) is not
-    supported.
+    ``sampling_ratio`` x ``sampling_ratio`` grid of samples; with ``sampling_ratio <= 0`` (the
+    default, as torchvision's) each box's bins take ``ceil(box height / oh)`` x ``ceil(box
+    width / ow)`` samples. Samples more than one pixel outside the image count as 0.
     """
     name = "roi_align"
     x = as_array(x, name, "x")
@@ -470,9 +499,21 @@ def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio
     if boxes.ndim == 2 and boxes.dtype != x.dtype and boxes.dtype.kind in "fiu" \
             and x.dtype.name in _FLOATS:
         boxes = boxes.astype(x.dtype)
+    if isinstance(sampling_ratio, bool) or not isinstance(sampling_ratio, (int, np.integer)):
+        raise ParamError(f"roi_align: parameter 'sampling_ratio' must be an int, got "
+                         f"{sampling_ratio!r}")
+    grid = {}
+    if sampling_ratio <= 0:
+        sampling_ratio = 0
+        if isinstance(boxes, np.ndarray):
+            scale = float(spatial_scale)
+            grid["max_grid"] = _adaptive_grid_bound(x, boxes, oh, ow, scale, bool(aligned))
+        else:                              # a traced Tensor: its sides are not known here
+            raise ParamError("roi_align: adaptive sampling (sampling_ratio <= 0) reads the "
+                             "boxes' sizes; inside a program give a sampling_ratio >= 1")
     return roi_align.kernel(x, boxes, pooled_height=oh, pooled_width=ow,
-                            spatial_scale=spatial_scale, sampling_ratio=sampling_ratio,
-                            aligned=aligned)
+                            spatial_scale=spatial_scale, sampling_ratio=int(sampling_ratio),
+                            aligned=aligned, **grid)
 
 
 def _roi_validate(dims, params):
@@ -509,14 +550,17 @@ def _roi_inputs(dims, dtypes, params, rng):
     params=[Param("pooled_height", int, low=1, high=1 << 16, doc="output bins along height"),
             Param("pooled_width", int, low=1, high=1 << 16, doc="output bins along width"),
             Param("spatial_scale", float, 1.0, low=0.0, doc="box coordinate scale"),
-            Param("sampling_ratio", int, 2, low=1, high=64, doc="samples per bin and axis"),
-            Param("aligned", bool, False, doc="shift box corners by -0.5 pixel")],
+            Param("sampling_ratio", int, 2, low=0, high=64,
+                  doc="samples per bin and axis; 0: ceil(box side / bins) per box (adaptive)"),
+            Param("aligned", bool, False, doc="shift box corners by -0.5 pixel"),
+            Param("max_grid", int, 1, low=1, high=MAX_ROI_GRID,
+                  doc="adaptive only: a bound on every box's samples per bin and axis")],
     reference=_roi_align_ref, kernel_reference=_roi_kernel_ref, frontend=_roi_align_frontend,
     doc=_roi_align_frontend.__doc__,
     validate=_roi_validate, derive=_roi_derive, make_inputs=_roi_inputs,
     example={"N": 2, "C": 8, "H": 32, "W": 40, "K": 6, "F": 5})
 def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_ratio, aligned,
-              dims):
+              max_grid, dims):
     """RoIAlign: per box and bin, the mean of a regular grid of bilinear samples."""
     ow, oh, c, k = hl.Var("ow"), hl.Var("oh"), hl.Var("c"), hl.Var("k")
     t = x.type()
@@ -535,23 +579,40 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     # Divisions by constants are written as products with exact reciprocals (``_consts``).
     bw = rw * lit(t, 1.0 / pooled_width)
     bh = rh * lit(t, 1.0 / pooled_height)
-    s = hl.RDom([hl.Range(0, g), hl.Range(0, g)], "s")
+    if g > 0:
+        gy = gx = g
+        s = hl.RDom([hl.Range(0, g), hl.Range(0, g)], "s")
+    else:
+        # torchvision's adaptive grid, per box: ceil(side / bins), the side divided as its
+        # kernel divides (strict: no reciprocal product). The loops run to max_grid (a bound
+        # the frontend takes from the boxes), trimmed by the predicate.
+        def grid(side, bins):
+            return hl.clamp(hl.cast(hl.Int(32), hl.ceil(hl.strict_float(
+                side / hl.cast(t, bins)))), 0, max_grid)
+
+        gy_f, gx_f = hl.Func("grid_rows"), hl.Func("grid_cols")
+        gy_f[k] = grid(rh, pooled_height)
+        gx_f[k] = grid(rw, pooled_width)
+        gy, gx = gy_f[k], gx_f[k]
+        s = hl.RDom([hl.Range(0, max_grid), hl.Range(0, max_grid)], "s")
+        s.where((s.y < gy) & (s.x < gx))
     # A sample's row (its two source rows and weight) depends on (bin row, sample row, box) and
     # its column on (bin column, sample column, box), not on the channel: as Funcs a schedule
     # computes them once per box instead of once per channel.
     i = hl.Var("i")
 
-    def axis(lo, size, bins, extent, name):
+    def axis(lo, size, bins, extent, name, per_box):
         f = hl.Func(name)
-        p = lo + hl.cast(t, bins) * size + hl.cast(t, i + hl.f32(0.5)) * size * lit(t, 1.0 / g)
+        step = size * lit(t, 1.0 / g) if g > 0 else size / hl.cast(t, hl.max(per_box, 1))
+        p = lo + hl.cast(t, bins) * size + hl.cast(t, i + hl.f32(0.5)) * step
         pc = hl.max(p, zero)
         low = hl.clamp(hl.cast(hl.Int(32), hl.min(pc, hl.cast(t, extent))), 0, extent - 1)
         f[i, bins, k] = (low, hl.select(low >= extent - 1, zero, pc - hl.cast(t, low)),
                          (p >= -one) & (p <= hl.cast(t, extent)))
         return f
 
-    ysmp = axis(y1, bh, oh, H, "sample_rows")
-    xsmp = axis(x1, bw, ow, W, "sample_cols")
+    ysmp = axis(y1, bh, oh, H, "sample_rows", gy)
+    xsmp = axis(x1, bw, ow, W, "sample_cols", gx)
     yl, ly, y_in = (ysmp[s.y, oh, k][j] for j in range(3))
     xl, lx, x_in = (xsmp[s.x, ow, k][j] for j in range(3))
     inside = y_in & x_in
@@ -564,7 +625,10 @@ def roi_align(x, boxes, *, pooled_height, pooled_width, spatial_scale, sampling_
     acc[ow, oh, c, k] = zero
     acc[ow, oh, c, k] += hl.select(inside, val, zero)
     out = hl.Func("out")
-    out[ow, oh, c, k] = acc[ow, oh, c, k] * lit(t, 1.0 / (g * g))
+    if g > 0:
+        out[ow, oh, c, k] = acc[ow, oh, c, k] * lit(t, 1.0 / (g * g))
+    else:
+        out[ow, oh, c, k] = acc[ow, oh, c, k] / hl.cast(t, hl.max(gy * gx, 1))
     return out
 
 

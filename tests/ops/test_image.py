@@ -298,8 +298,10 @@ def test_roi_align_errors():
         P.roi_align(x, np.array([[2, 1, 1, 5, 5]], np.float32), 2)
     with pytest.raises(ParamError, match="'output_size' must be an int or a pair"):
         P.roi_align(x, good, (2, 2, 2))
-    with pytest.raises(ParamError, match="'sampling_ratio' must be >= 1"):
-        P.roi_align(x, good, 2, sampling_ratio=0)
+    with pytest.raises(ParamError, match="'sampling_ratio' must be an int"):
+        P.roi_align(x, good, 2, sampling_ratio=1.5)
+    with pytest.raises(ParamError, match="adaptive sampling .* 20000 samples per bin"):
+        P.roi_align(x, np.array([[0, 0, 0, 40000, 5]], np.float32), 2)
     with pytest.raises(DtypeError, match="roi_align.*'x'.*int32"):
         P.roi_align(x.astype(np.int32), good, 2)
 

@@ -16,8 +16,9 @@ other test that compares with torch) found two kinds of gap, filled here:
    ``eps`` of the distances, and non-contiguous (transposed, strided, reversed) inputs.
 
 Settings torch computes and PyPTO refuses with a ParamError (vector_norm with ord < 0, threshold
-at -inf, instance_norm with use_input_stats=False, roi_align with torchvision's adaptive
-sampling_ratio=-1) are asserted as refusals at the end.
+at -inf, instance_norm with use_input_stats=False) are asserted as refusals at the end;
+roi_align's adaptive sampling_ratio=-1 (torchvision's default, and PyPTO's) is checked there
+too.
 
 Conventions where PyPTO follows NumPy (or torchvision's older default) rather than torch are
 asserted as such, each marked CONVENTION below, so that a change to either side shows up.
@@ -228,7 +229,7 @@ def _bilinear(img, y, x):
             + ly * lx * img[:, yh, xh])
 
 
-def t_roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=2, aligned=False):
+def t_roi_align(x, rois, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
     """torchvision's roi_align_forward_kernel_impl (CPU), sample by sample, in x's dtype."""
     ph_n, pw_n = (output_size, output_size) if isinstance(output_size, int) else output_size
     dt = x.dtype
@@ -933,10 +934,11 @@ def test_what_torch_accepts_and_pypto_refuses():
         P.threshold(x, -math.inf, 7.0)      # torch: x everywhere but at -inf
     with pytest.raises(ParamError, match="use_input_stats"):
         P.instance_norm(x[None], np.zeros(4), np.ones(4), use_input_stats=False)
-    with pytest.raises(ParamError, match="sampling_ratio"):
-        # torchvision's default sampling_ratio=-1 (adaptive); PyPTO's default is 2
-        P.roi_align(u((1, 1, 4, 4), "float32"), np.array([[0, 0, 0, 3, 3]], np.float32), 2,
-                    sampling_ratio=-1)
+    # torchvision's default sampling_ratio=-1 (adaptive) is PyPTO's default too
+    rois_ = np.array([[0, 0, 0, 3, 3], [0, 0.5, 0.25, 3.5, 2.0]], np.float32)
+    img = u((1, 1, 4, 4), "float32")
+    np.testing.assert_allclose(P.roi_align(img, rois_, 2, sampling_ratio=-1),
+                               t_roi_align(T(img), T(rois_), 2).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_rms_norm_default_eps_is_pypto_s_and_eps_none_is_torch_s():

@@ -198,10 +198,24 @@ def _pixel_unshuffle(c):
 
 # -- roi_align -------------------------------------------------------------------------------------
 
-def _roi_weights(start, size, n_out, n, g, dtype):
+def _roi_weights(start, size, n_out, n, g, dtype, per_box=None):
     """[K, n_out, n]: the bilinear weight of each pixel in each bin, per box, averaged over the
-    bin's g samples along this axis. ``start``/``size`` are the boxes' [K] start and bin size."""
+    bin's g samples along this axis. ``start``/``size`` are the boxes' [K] start and bin size.
+    With ``per_box`` ([K] floats, the adaptive grid) box k takes per_box[k] samples of the g
+    (then a bound) and averages over them."""
     k = start.shape[0]
+    if per_box is not None:
+        used = ops.maximum(per_box, 1.0).reshape(k, 1, 1)
+        s = _const(np.arange(g) + 0.5, dtype).reshape(1, 1, g)
+        b = _const(np.arange(n_out), dtype).reshape(1, n_out, 1)
+        pos = start.reshape(k, 1, 1) + size.reshape(k, 1, 1) * (b + s / used)  # [K, n_out, g]
+        live = s < per_box.reshape(k, 1, 1)                  # sample index + 0.5 < the grid
+        valid = ((pos >= -1.0) & (pos <= float(n)) & live).astype(dtype).reshape(k, n_out * g)
+        pos = pos.reshape(k, n_out * g)
+        at = ops.clip(pos, 0.0, float(n - 1))
+        dist = at.reshape(k, n_out * g, 1) - _const(np.arange(n), dtype).reshape(1, 1, n)
+        hat = ops.relu(1.0 - ops.abs(dist)) * valid.reshape(k, n_out * g, 1)
+        return hat.reshape(k, n_out, g, n).sum(axis=2) / used
     offs = (np.arange(n_out)[:, None] + (np.arange(g)[None, :] + 0.5) / g).reshape(-1)
     pos = start.reshape(k, 1) + size.reshape(k, 1) * _const(offs, dtype).reshape(1, -1)
     valid = ((pos >= -1.0) & (pos <= float(n))).astype(dtype)          # [K, n_out * g]
@@ -225,8 +239,15 @@ def _roi_align(c):
     rw, rh = corner[2] - x1, corner[3] - y1
     if not p["aligned"]:
         rw, rh = ops.maximum(rw, 1.0), ops.maximum(rh, 1.0)
-    wy = _roi_weights(y1, rh * (1.0 / oh), oh, h, g, dt)                 # [K, OH, H]
-    wx = _roi_weights(x1, rw * (1.0 / ow), ow, w, g, dt)                 # [K, OW, W]
+    if g > 0:
+        wy = _roi_weights(y1, rh * (1.0 / oh), oh, h, g, dt)             # [K, OH, H]
+        wx = _roi_weights(x1, rw * (1.0 / ow), ow, w, g, dt)             # [K, OW, W]
+    else:                  # adaptive: ceil(side / bins) samples per box, as the kernel counts
+        top = float(p["max_grid"])
+        gy = ops.clip(ops.ceil(rh / float(oh)), 0.0, top)
+        gx = ops.clip(ops.ceil(rw / float(ow)), 0.0, top)
+        wy = _roi_weights(y1, rh * (1.0 / oh), oh, h, p["max_grid"], dt, gy)
+        wx = _roi_weights(x1, rw * (1.0 / ow), ow, w, p["max_grid"], dt, gx)
     bmm = ops.batch_matmul.kernel
     cols = bmm(c.dy.reshape(k, ch * oh, ow), wx).reshape(k, ch, oh, w)   # dy Wx
     rows = cols.transpose(0, 2, 1, 3).reshape(k, oh, ch * w)
