@@ -3,7 +3,8 @@ heaviside, and the bitwise and shift ops on integers.
 
 They broadcast like NumPy and type Python scalars the NumPy way (the ``binary`` frontend: both
 arrays must share a dtype). Names and argument order follow NumPy (``arctan2`` is ``atan2``, as in
-torch); ``lerp(input, end, weight)`` is ``torch.lerp``.
+torch); ``lerp(input, end, weight)`` is ``torch.lerp``'s formula (see its doc for where its
+kernel differs).
 
 - ``fmod`` is C's fmod (the result has the sign of ``a``); ``remainder`` follows Python and NumPy
   (the sign of ``b``); ``floor_divide`` is NumPy's, so ``a == b * floor_divide(a, b) +
@@ -464,7 +465,11 @@ hypot = _b("hypot", _hypot, lambda a, b: np.hypot(a, b),
 copysign = _b("copysign", _copysign, lambda a, b: np.copysign(a, b),
               "|a| with the sign of b (its sign bit: -0.0 and -NaN count as negative).")
 lerp = _b("lerp", _lerp, _ref_lerp,
-          "torch.lerp: input + weight * (end - input), computed from end when weight >= 0.5.",
+          "torch.lerp's formula input + weight * (end - input), computed as end - (end - input) "
+          "* (1 - weight) when weight >= 0.5, each product rounded (torch's CPU kernel switches "
+          "at |weight| >= 0.5 and fuses the multiply-add: the last bit can differ, and at "
+          "weight <= -0.5 with an infinite end - input torch gives NaN where this gives the "
+          "formula's infinity).",
           arg_names=("input", "end", "weight"))
 fmod = _b("fmod", _fmod_direct, _quiet(lambda a, b: np.fmod(a, b)),
           "C's fmod: a - trunc(a / b) * b exactly, with the sign of a; NaN for b == 0 (floats), "
