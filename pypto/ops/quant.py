@@ -73,7 +73,8 @@ def _quantize_frontend(x, scale, zero_point, dtype="int8"):
 
     ``x`` is float32 and the division is a float32 division by ``float32(scale)``; rounding is
     half to even. Values beyond the type's range (including +-inf) saturate; NaN maps to
-    ``zero_point``.
+    ``zero_point``. (``torch.quantize_per_tensor`` multiplies by the float32 reciprocal of the
+    scale instead, so within an ulp of a half step the two can round apart by one.)
     """
     name = "quantize"
     dtype = _check_dtype(name, dtype)
