@@ -144,6 +144,8 @@ class TorchOp:
         fwd = torch.library.custom_op(f"pypto::{qualname}", forward, mutates_args=(),
                                       schema=f"({args}) -> Tensor[]")
         fwd.register_fake(forward_fake)
+        if not grads:
+            fwd.register_vmap(_per_sample(fwd))
 
         def setup_context(ctx, inputs, output):
             ctx.save_for_backward(*flat(inputs))
@@ -203,6 +205,22 @@ def _registered(owner: TorchOp, n_in: int) -> int:
     op's lookup after it reads the registered op from ``owner._ops``."""
     owner._register(n_in)
     return n_in
+
+
+def _per_sample(fwd) -> Callable:
+    """``torch.func.vmap``'s rule for a forward op: the op once per sample of the batched
+    arguments, the results stacked along dim 0 (torch cannot make this fallback for an op that
+    returns a list of tensors). A PyPTO function is compiled for its shapes, so a batch of
+    samples is a loop of calls, not one larger kernel."""
+    def rule(info, in_dims, *xs):
+        size = info.batch_size
+        per = [[x.select(d, b) if d is not None else x for x, d in zip(xs, in_dims)]
+               for b in range(size)]
+        outs = [fwd(*args) for args in per]
+        stacked = [torch.stack([o[k] for o in outs]) for k in range(len(outs[0]))]
+        return stacked, [0] * len(stacked)
+
+    return rule
 
 
 def _vjp_body(fn: Callable, n_in: int) -> Callable:
