@@ -11,7 +11,9 @@ shape (torch only warns when they broadcast); ``weight`` and ``pos_weight`` broa
 ``w[target]`` (0 where ``target == ignore_index``); ``"mean"`` divides the summed loss by the
 summed weights, as torch does (all ignored: NaN). ``label_smoothing`` mixes in
 ``-(sum_c w_c log p_c) / C``. A target outside [0, C) that is not ``ignore_index`` is a
-``ParamError`` naming it (clamped into range inside traced programs, see ``indexing``). Probability targets are not supported.
+``ParamError`` naming it (clamped into range inside traced programs, see ``indexing``).
+``cross_entropy`` also takes class probabilities (a float target of the input's shape), as
+torch: ``-sum_c w_c y_c log_softmax(x)_c`` per sample, ``"mean"`` over the samples.
 
 Distances: ``cosine_similarity(x1, x2, dim=1, eps=1e-8)`` normalizes each by
 ``max(||x||, eps)`` first (torch's current definition); ``pairwise_distance(x1, x2, p, eps)`` is
@@ -400,10 +402,65 @@ _SIGS = [(f, i, f) for f in _FLOATS for i in ("int32", "int64")]
 
 def _ce_frontend(input, target, weight=None, ignore_index=-100, reduction="mean",  # noqa: A002
                  label_smoothing=0.0):
-    """``F.cross_entropy`` with class-index targets: log_softmax over the class axis, then the
-    negative log-likelihood (see the module docs for weights, ignore_index, label_smoothing)."""
+    """``F.cross_entropy``: log_softmax over the class axis, then the negative log-likelihood
+    of class-index targets, or with a float target of the input's shape, of class probabilities
+    (see the module docs for weights, ignore_index, label_smoothing)."""
+    dt = target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype
+    if np.dtype(dt).kind == "f":
+        return _ce_probabilities(input, target, weight, ignore_index, reduction,
+                                 label_smoothing)
     return _class_loss(cross_entropy, "cross_entropy", input, target, weight, ignore_index,
                        reduction, label_smoothing=label_smoothing)
+
+
+def _ce_probabilities(input, target, weight, ignore_index, reduction, label_smoothing):  # noqa: A002
+    """torch's cross entropy with probability targets: ``-sum_c w_c y_c log_softmax(x)_c`` per
+    sample, ``y`` mixed with the uniform ``1 / C`` by ``label_smoothing``; ``"mean"`` divides by
+    the number of samples (not by the weights, as torch). Composed of PyPTO ops, so it traces
+    and differentiates (in the input and the target) like them."""
+    from .. import ops as P
+
+    name = "cross_entropy"
+    if reduction not in _REDUCTIONS:
+        raise ParamError(f"{name}: 'reduction' must be one of {list(_REDUCTIONS)}, got "
+                         f"{reduction!r}")
+    if ignore_index != -100:
+        raise ParamError(f"{name}: ignore_index applies to class-index targets; a float target "
+                         f"holds class probabilities (give int32/int64 class indices to ignore "
+                         f"some)")
+    x = as_array(input, name, "input")
+    t = as_array(target, name, "target")
+    w = None if weight is None else as_array(weight, name, "weight")
+    if traced([x, t] + ([w] if w is not None else [])):
+        x, t = as_traced([x, t])
+        if w is not None:
+            w = as_traced([w])[0]
+    if x.dtype != t.dtype:
+        raise DtypeError(f"{name}: a probability target must have the input's dtype "
+                         f"({x.dtype.name}), got {t.dtype.name}; cast one of them")
+    if tuple(t.shape) != tuple(x.shape):
+        raise ShapeError(f"{name}: a probability target must have the input's shape "
+                         f"{tuple(x.shape)}, got {tuple(t.shape)} (class indices are int32/int64)")
+    if x.ndim == 0:
+        raise ShapeError(f"{name}: input must be [C], [N, C] or [N, C, d1, ...], got a 0-d array")
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ParamError(f"{name}: 'label_smoothing' must be in [0, 1], got {label_smoothing!r}")
+    axis = 0 if x.ndim == 1 else 1
+    c = x.shape[axis]
+    if w is not None and tuple(w.shape) != (c,):
+        raise ShapeError(f"{name}: weight must have shape ({c},) (one per class), got "
+                         f"{tuple(w.shape)}")
+    y = t
+    if label_smoothing:
+        y = y * (1.0 - float(label_smoothing)) + float(label_smoothing) / c
+    terms = P.log_softmax(x, axis=axis) * y
+    if w is not None:
+        terms = terms * w.reshape((c,) + (1,) * (x.ndim - 1 - axis))
+    loss = -P.sum(terms, axis=axis)
+    if reduction == "none":
+        return loss
+    total = P.sum(loss)
+    return total if reduction == "sum" else total / (x.size // c)
 
 
 @op(category="loss", inputs={"input": "N C", "target": "N", "weight": "C"},
