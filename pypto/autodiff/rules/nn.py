@@ -87,6 +87,15 @@ def conv_input_grad(dy, w, in_hw, stride, pad, dil, groups):
     rem = [(n + 2 * p - d * (k - 1) - 1) - (m - 1) * s        # rows the floor division dropped
            for n, m, k, s, p, d in zip(in_hw, dy.shape[2:], (kh, kw), stride, pad, dil)]
     zero = shapes.zeros((groups * cg,), dy.dtype)
+    # A stride beyond the kernel with no padding (undilated): conv_transpose2d's phased form
+    # fails at run time in a traced program there (a bounds error on w, "accessed at K"), so
+    # that axis is spread by the stride here and transposed at stride 1 (its dropped rows
+    # padded onto dy's end).
+    for ax, (k, s, p, d) in enumerate(zip((kh, kw), stride, pad, dil)):
+        if s > k and p == 0 and d == 1:
+            dy = shapes.pad_axis(shapes.dilate_axis(dy, 2 + ax, s), 2 + ax, 0, rem[ax])
+            stride = tuple(1 if i == ax else v for i, v in enumerate(stride))
+            rem[ax] = 0
     return ops.conv_transpose2d.kernel(dy, w, zero, stride_h=stride[0], stride_w=stride[1],
                                        pad_h=pad[0], pad_w=pad[1], out_pad_h=rem[0],
                                        out_pad_w=rem[1], dil_h=dil[0], dil_w=dil[1],
