@@ -11,9 +11,9 @@ spatial axis of input size n and kernel size k:
 - transposed convolution: ``(n - 1) stride - 2 pad + dil (k - 1) + output_padding + 1``, with
   ``output_padding < max(stride, dilation)`` as torch requires.
 
-``padding`` may also be ``"valid"`` (no padding) or ``"same"`` for convolutions with stride 1
-when every axis's ``dil (k - 1)`` is even (the symmetric case; torch's extra column on the right
-for an odd total is not offered: pad with ``pypto.ops.pad`` first).
+``padding`` may also be ``"valid"`` (no padding) or ``"same"`` for convolutions with stride 1.
+Where an axis's ``dil (k - 1)`` is odd, torch pads one more on the far side: so does PyPTO,
+with a padded copy of x (``pypto.ops.pad``; torch makes one too).
 
 A transposed convolution is computed as a gather (each output reads the inputs that reach it)
 split by output phase: output position ``q * stride + p`` is reached by the same kernel taps for
@@ -224,10 +224,11 @@ def _conv_derive(nsp):
     return derive
 
 
-def _padding(name, padding, nsp, ks, dil, stride):
+def _padding(name, padding, nsp, ks, dil, stride, x):
+    """(pads, x): x gains torch's extra far-side zeros for an uneven padding='same'."""
     if isinstance(padding, str):
-        return padding_by_name(name, padding, nsp, ks, dil, stride)
-    return ntuple(padding, nsp, name, "padding", 0)
+        return padding_by_name(name, padding, nsp, ks, dil, stride, x)
+    return ntuple(padding, nsp, name, "padding", 0), x
 
 
 def _conv_frontend(nsp, name):
@@ -242,7 +243,7 @@ def _conv_frontend(nsp, name):
                              f"{tuple(w.shape)}")
         s = ntuple(stride, nsp, name, "stride", 1)
         d = ntuple(dilation, nsp, name, "dilation", 1)
-        p = _padding(name, padding, nsp, tuple(w.shape[2:]), d, s)
+        p, x = _padding(name, padding, nsp, tuple(w.shape[2:]), d, s, x)
         g = _groups(name, groups)
         if bias is None:
             bias = np.zeros(w.shape[0], dtype=x.dtype if np.dtype(x.dtype).kind == "f"

@@ -176,20 +176,26 @@ def _conv2d_validate(dims, p):
     _check_out_size("conv2d", dims, p, dims["KH"], dims["KW"], (p["dil_h"], p["dil_w"]))
 
 
-def padding_by_name(name, padding: str, nsp: int, ks, dil, stride) -> tuple[int, ...]:
-    """``padding='valid'`` (none) or ``'same'`` (stride 1, even total) of an ``nsp``-D
-    convolution as per-axis pads, as ``torch.nn.functional`` reads them."""
+def padding_by_name(name, padding: str, nsp: int, ks, dil, stride, x=None):
+    """``padding='valid'`` (none) or ``'same'`` (stride 1) of an ``nsp``-D convolution as
+    per-axis pads, as ``torch.nn.functional`` reads them: ``(pads, x)``. Where ``dilation *
+    (kernel - 1)`` is odd, torch pads one more on the far side: ``x`` comes back with that
+    row (column, plane) of zeros added (``pypto.ops.pad``), and the kernel pads the rest evenly."""
     if padding == "valid":
-        return (0,) * nsp
+        return (0,) * nsp, x
     if padding == "same":
         if any(s != 1 for s in stride):
             raise ParamError(f"{name}: padding='same' needs stride 1, got stride={stride}")
         total = [d * (k - 1) for d, k in zip(dil, ks)]
-        if any(t % 2 for t in total):
-            raise ParamError(f"{name}: padding='same' with dilation * (kernel - 1) = {total} "
-                             f"needs uneven padding, which is not supported; pad x with "
-                             f"pypto.ops.pad and use padding=0")
-        return tuple(t // 2 for t in total)
+        extra = [t % 2 for t in total]
+        if any(extra) and x is not None:
+            from .layout import pad as _pad
+
+            spec = []
+            for e in reversed(extra):        # torch's order: the last axis first, (left, right)
+                spec += [0, e]
+            x = _pad(x, tuple(spec))
+        return tuple(t // 2 for t in total), x
     raise ParamError(f"{name}: 'padding' must be an int, a sequence of {nsp} ints, 'valid' "
                      f"or 'same', got {padding!r}")
 
@@ -202,7 +208,7 @@ def _conv2d_frontend(x, w, bias=None, stride=1, padding=0, dilation=1, groups=1)
     sh, sw = _pair(stride, name, "stride", 1)
     dh, dw = _pair(dilation, name, "dilation", 1)
     if isinstance(padding, str) and w.ndim == 4:     # 'valid' or 'same', as conv1d and conv3d
-        ph, pw = padding_by_name(name, padding, 2, w.shape[2:], (dh, dw), (sh, sw))
+        (ph, pw), x = padding_by_name(name, padding, 2, w.shape[2:], (dh, dw), (sh, sw), x)
     else:
         ph, pw = _pair(padding, name, "padding", 0)
     if isinstance(groups, bool) or not hasattr(groups, "__index__") or int(groups) < 1:
