@@ -42,6 +42,7 @@ from ..errors import ParamError
 from .. import runtime as _runtime
 from ..runtime import as_array
 from ..schedule.templates.reduce import BLOCK, CHUNK, GROUP
+from . import elementwise as _ew
 from ._consts import lit64
 from ._op import Param, op
 from .elementwise import kernel_exp
@@ -398,7 +399,12 @@ def _variance(x, dims, ddof: float):
     dev = _row_sum("dev", lambda k, o: _sq(hl.cast(hl.Float(64), x[k, o]) - acc[o] / n), dims,
                    hl.Float(64))
     o = hl.Var("o")
-    return o, dev[o] / hl.max(n - lit64(ddof), lit64(0))
+    # No division by zero where ddof >= R (NumPy's inf, or NaN for a constant row): with a
+    # constant R (a program's kernel) Halide folded dev / 0.0 away and left the output unwritten.
+    denom = hl.max(n - lit64(ddof), lit64(0))
+    spread = hl.Expr(dev[o])
+    return o, hl.select(denom > lit64(0), spread / denom,
+                        hl.select(spread > lit64(0), _ew._inf(spread), _ew._nan(spread)))
 
 
 def _sq(e):
