@@ -3,7 +3,7 @@
 The runtime (``runtime._empty_call``) handles every kernel call with a zero-size input on the
 first-call path, without a kernel: an empty output is returned as it is; a non-empty one takes
 the op's rule, ``rule(arrays, params, dims, specs) -> value(s)`` (broadcast to each output),
-found as ``op.empty`` or, for the ops PyPTO ships, in :data:`RULES` by name. An op without a
+``op.empty`` (an op PyPTO ships takes its entry of :data:`RULES` when it is made). An op without a
 rule refuses such a call with a ShapeError naming the empty argument and axis.
 
 The values follow NumPy (torch where NumPy has no such op): a reduction over an empty axis gives
@@ -117,11 +117,3 @@ RULES = {
     "diag": _const(0), "pad": _pad,
 }
 
-
-def rule_for(op):
-    """The op's rule: its own ``empty``, or the shipped one for a built-in op; None if none."""
-    if op.empty is not None:
-        return op.empty
-    if getattr(op.algorithm, "__module__", "").startswith("pypto.ops."):
-        return RULES.get(op.name)
-    return None

@@ -226,6 +226,12 @@ class Op:
         #: empty(arrays, params, dims, specs) -> the value of each output (broadcast to it) for a
         #: call with a zero-size input and a non-empty output (a sum over an empty axis: 0);
         #: None refuses such calls with a ShapeError. Empty outputs need no rule (runtime).
+        #: A built-in op without its own takes the shipped one (``_empty.RULES``), here in the
+        #: ops layer, so the runtime reads ``op.empty`` and never imports an op module.
+        if empty is None and getattr(algorithm, "__module__", "").startswith("pypto.ops."):
+            from ._empty import RULES
+
+            empty = RULES.get(name)
         self.empty = empty
         self._accepts = set(inspect.signature(algorithm).parameters)
         self._fast: dict = {}     # kernel-call signature -> the runtime's prepared fast path

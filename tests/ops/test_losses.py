@@ -130,7 +130,9 @@ def test_class_loss_errors():
     with pytest.raises(ParamError, match=r"target\[2\] = 7 is out of range; valid indices are 0 to 6"):
         P.cross_entropy(X, np.array([0, 1, 7, 2]))
     with pytest.raises(DtypeError, match="class indices"):
-        P.cross_entropy(X, T)
+        P.cross_entropy(X, np.zeros(4, np.int8))
+    with pytest.raises(ShapeError, match="probability target must have the input's shape"):
+        P.cross_entropy(X, T[:, :3])      # a float target holds probabilities (T itself is valid)
     with pytest.raises(ShapeError, match="target must have shape"):
         P.nll_loss(X, np.zeros(3, np.int64))
     with pytest.raises(ParamError, match="reduction"):
