@@ -94,15 +94,21 @@ def _no_compile(monkeypatch):
     monkeypatch.setattr(_jit, "get_kernel", refuse)
 
 
-@pytest.mark.parametrize("name", _kernel_sweep_ops())
-def test_every_kernel_takes_or_clearly_refuses_each_zero_dim(name, monkeypatch):
-    _no_compile(monkeypatch)
-    op = pypto.get_op(name)
+def _each_zero_dim(op):
+    """(dim, the op's canonical example arrays with dim set to 0, params) per input dim; skips
+    an op without example inputs."""
     arrays, params = _base(op)
     if arrays is None:
         pytest.skip("no example inputs")
     for dim in op.input_dims:
-        zs = _zeroed(op, arrays, dim)
+        yield dim, _zeroed(op, arrays, dim), params
+
+
+@pytest.mark.parametrize("name", _kernel_sweep_ops())
+def test_every_kernel_takes_or_clearly_refuses_each_zero_dim(name, monkeypatch):
+    _no_compile(monkeypatch)
+    op = pypto.get_op(name)
+    for dim, zs, params in _each_zero_dim(op):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -573,11 +579,7 @@ def test_every_public_call_on_zero_size_canonical_arrays_never_raises_raw(name):
     always the public form: then the frontend's own argument errors): a result or a PyptoError
     (ShapeError, ParamError, ArgumentError, DtypeError), never a raw Python exception."""
     op = pypto.get_op(name)
-    arrays, params = _base(op)
-    if arrays is None:
-        pytest.skip("no example inputs")
-    for dim in op.input_dims:
-        zs = _zeroed(op, arrays, dim)
+    for dim, zs, params in _each_zero_dim(op):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:

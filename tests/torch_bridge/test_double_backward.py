@@ -3,7 +3,6 @@ of PyPTO's vjp program, with a backward of its own."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 
 import numpy as np
@@ -13,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import pypto  # noqa: E402
 import pypto.torch as pt  # noqa: E402
+import test_bridge as _bridge  # noqa: E402  (tests/torch_bridge is on sys.path)
 
 o = pypto.ops
 gen = torch.Generator().manual_seed(1)
@@ -23,15 +23,9 @@ def t(*shape, positive=False):
     return (x.abs() + 0.5 if positive else x).requires_grad_(True)
 
 
-FAMILIES = {
-    "elementwise": (o.gelu, [(3, 4)]),
-    "binary": (lambda a, b: o.pow(a, b) - a * b, [(2, 3), (3,)]),
-    "reduction": (lambda x: o.logsumexp(x, axis=0), [(3, 4)]),
-    "norm": (lambda x, g, b: o.layer_norm(x, g, b), [(2, 5), (5,), (5,)]),
-    "linalg": (lambda x, w, b: o.tanh(o.linear(x, w, b)), [(3, 4), (2, 4), (2,)]),
-    "conv": (functools.partial(o.conv2d, stride=2, padding=1), [(1, 2, 5, 5), (3, 2, 3, 3)]),
-    "attention": (o.scaled_dot_product_attention, [(1, 1, 3, 2), (1, 1, 4, 2), (1, 1, 4, 2)]),
-}
+# The bridge's families (test_bridge), but for lstm_cell and the composite op: their second
+# derivatives take longest and add no rule the others lack.
+FAMILIES = {k: v for k, v in _bridge.FAMILIES.items() if k not in ("lstm_cell", "composite")}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
