@@ -475,7 +475,7 @@ def _convt_algorithm(x, w, bias, p, nsp, dims):
     chan = rc if groups == 1 else (o / dims.OG) * (dims.C / groups) + rc
     och = o if groups == 1 else o % dims.OG
     acc_args, out_index, at, taps = [], [], [], []
-    pred = None
+    pred = keep = None
     for j, (v, (_, k, name, sfx)) in enumerate(zip(ov, axes)):
         s, pad, d = p[f"stride{sfx}"], p[f"pad{sfx}"], p[f"dil{sfx}"]
         t = r[j]
@@ -493,9 +493,14 @@ def _convt_algorithm(x, w, bias, p, nsp, dims):
             # input q + (ph + pad) / s - j (no tap skipped inside the loop; past the kernel's
             # end when K is not a multiple of s, which the predicate drops).
             tap = (ph + pad) % s + s * t
-            taps.append(hl.min(tap, getattr(dims, k) - 1))    # bounds: the predicate's reach
+            taps.append(hl.min(tap, getattr(dims, k) - 1))    # bounds: the test's reach
             at.append(q + (ph + pad) / s - t)
-            cond = tap < getattr(dims, k)
+            # A test on the value, not an RDom predicate: under the predicate Halide dropped
+            # the min above and read w past its end in programs (constant K) where a stride
+            # larger than K leaves phases without taps.
+            in_kernel = tap < getattr(dims, k)
+            keep = in_kernel if keep is None else keep & in_kernel
+            continue
         else:
             reach = ph + pad - t * d           # the input this tap reaches is q + reach / s
             at.append(q + reach / s)
@@ -506,7 +511,10 @@ def _convt_algorithm(x, w, bias, p, nsp, dims):
         r.where(pred)
     acc = hl.Func("acc")
     acc[(*acc_args, o, n)] = bias[o]
-    acc[(*acc_args, o, n)] += w[(*taps, och, chan)] * xp[(*at, chan, n)]
+    term = w[(*taps, och, chan)] * xp[(*at, chan, n)]
+    if keep is not None:
+        term = hl.select(keep, term, hl.cast(term.type(), 0))
+    acc[(*acc_args, o, n)] += term
     out = hl.Func("out")
     out[(*ov, o, n)] = acc[(*out_index, o, n)]
     return out
