@@ -459,7 +459,7 @@ def _roi_kernel_ref(x, boxes, pooled_height, pooled_width, spatial_scale=1.0, sa
                           sampling_ratio if sampling_ratio > 0 else -1, aligned)
 
 
-def _adaptive_grid_bound(x, boxes, oh, ow, spatial_scale, aligned) -> int:
+def _adaptive_grid_bound(boxes, oh, ow, spatial_scale, aligned) -> int:
     """A bound on torchvision's adaptive grid (``ceil(side / bins)`` per box and axis) over
     ``boxes``: the next power of two above the largest one plus one (a margin for the last
     bit of the kernel's arithmetic; powers of two keep the compiled variants few)."""
@@ -507,7 +507,7 @@ def _roi_align_frontend(x, boxes, output_size, spatial_scale=1.0, sampling_ratio
         sampling_ratio = 0
         if isinstance(boxes, np.ndarray):
             scale = float(spatial_scale)
-            grid["max_grid"] = _adaptive_grid_bound(x, boxes, oh, ow, scale, bool(aligned))
+            grid["max_grid"] = _adaptive_grid_bound(boxes, oh, ow, scale, bool(aligned))
         else:                              # a traced Tensor: its sides are not known here
             raise ParamError("roi_align: adaptive sampling (sampling_ratio <= 0) reads the "
                              "boxes' sizes; inside a program give a sampling_ratio >= 1")
