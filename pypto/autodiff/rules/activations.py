@@ -3,10 +3,10 @@ and softmin.
 
 At a kink the one-sided choice is PyTorch's: ``hardtanh``/``relu6``/``hardsigmoid`` pass nothing
 at their bounds, ``hardswish`` takes the inner formula on (-3, 3) only (0 at -3, 1 at 3, as
-PyTorch 2.13), ``hardshrink``/``softshrink`` pass nothing at +-lambd, ``threshold`` passes only
-above the threshold, ``prelu`` takes the slope ``weight`` at 0 (PyTorch's ``x > 0`` test), and
-``logit`` with ``eps`` passes nothing where x was clamped (inclusive bounds: inside
-[eps, 1 - eps] it is the plain derivative).
+PyTorch 2.13), ``hardshrink``/``softshrink`` pass nothing at +-lambd, ``threshold`` passes
+where ``x <= threshold`` is false (a NaN x, everything under a NaN threshold), ``prelu`` takes the
+slope ``weight`` at 0 (PyTorch's ``x > 0`` test), and ``logit`` with ``eps`` passes nothing where
+x was clamped (inclusive bounds: inside [eps, 1 - eps] it is the plain derivative).
 
 ``glu``/``geglu`` see x as [R, 2, C] (the two halves); their gradient is the two halves' gradients
 stacked back into that form.
@@ -97,7 +97,10 @@ def _shrink(x, y, dy, p):
 
 @_unary("threshold")
 def _threshold(x, y, dy, p):
-    return ops.where(x > p["threshold"], dy, 0.0)
+    t = p["threshold"]
+    if t != t:                       # a NaN threshold replaces nothing: the identity
+        return dy
+    return ops.where(x <= t, 0.0, dy)   # torch's test: a NaN x passes its gradient
 
 
 @_unary("log_sigmoid")
