@@ -51,9 +51,12 @@ def _no_identity(numpy_name: str, op_name: str):
 
 
 def _norm(arrays, params, dims, specs):
-    if params.get("ord") in ("inf", "-inf"):
-        raise ShapeError(f"vector_norm: cannot compute the {params['ord']} norm over an empty "
-                         f"axis: the maximum has no identity (as in torch)")
+    kind = params.get("ord")
+    if kind in ("inf", "-inf") or (kind == "p" and params.get("p", 2.0) < 0):
+        name = params["p"] if kind == "p" else kind
+        raise ShapeError(f"vector_norm: cannot compute the {name} norm over an empty axis: the "
+                         f"maximum, the minimum and a negative power have no identity (as in "
+                         f"torch)")
     return 0.0
 
 

@@ -5,7 +5,8 @@ Reductions follow ``reduce``'s conventions: a public ``axis`` (None, an int or a
 ``keepdims``, an [O, R] kernel reducing each row. ``all``/``any`` give bool, ``count_nonzero``
 int64 (a NaN is nonzero and true, as in NumPy). ``vector_norm(x, ord=2, axis=None)`` is
 ``torch.linalg.vector_norm`` (the name ``norm`` is taken by the normalization family): ``ord`` 1, 2 (also ``"fro"``), ``inf``, ``-inf``, 0 (the count of
-nonzeros) or any other p > 0 (``(sum |x|**p)**(1/p)``), accumulated in float64; a NaN gives NaN.
+nonzeros) or any other p, negative ones included (``(sum |x|**p)**(1/p)``: with p < 0 a zero
+makes the norm 0, as torch's), accumulated in float64; a NaN gives NaN.
 The ``nan*`` ops ignore NaNs like NumPy's; a row of only NaNs gives NaN (``nansum``: 0).
 
 Scans run along one ``axis`` (default -1, like torch; NumPy's ``axis=None`` flattens) on a kernel
@@ -140,7 +141,8 @@ def _norm_ref(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None):  #
     elif ord == 0:
         out = np.sum(a != 0, axis=ax, keepdims=keepdims).astype(np.float64)
     else:
-        out = np.sum(a ** ord, axis=ax, keepdims=keepdims) ** (1.0 / ord)
+        with np.errstate(divide="ignore"):     # ord < 0: 0 ** ord is inf, and the norm 0
+            out = np.sum(a ** float(ord), axis=ax, keepdims=keepdims) ** (1.0 / ord)
     return np.asarray(out).astype(x.dtype)[()]
 
 
@@ -166,8 +168,8 @@ def _norm_frontend(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None
     if ord == "fro":
         ord = 2  # noqa: A001
     if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \
-            np.isnan(ord) or (ord < 0 and ord != -np.inf):
-        raise ParamError(f"vector_norm: 'ord' must be 'fro', inf, -inf or a number >= 0, got {ord!r}")
+            np.isnan(ord):
+        raise ParamError(f"vector_norm: 'ord' must be 'fro', inf, -inf or a number, got {ord!r}")
     name = {1: "1", 2: "2", np.inf: "inf", -np.inf: "-inf", 0: "0"}.get(ord, "p")
     return _reduce_call(vector_norm, x, axis, keepdims, ord=name, p=float(ord) if name == "p" else 2.0)
 
@@ -177,11 +179,16 @@ def _norm_kernel_ref(x, ord="2", p=2.0):  # noqa: A002
     return _norm_ref(x, val, axis=-1)
 
 
+def _norm_validate(d, params):
+    if params["ord"] == "p" and params["p"] == 0:
+        raise ParamError("vector_norm: 'p' must not be 0 when ord is 'p' (ord '0' counts nonzeros)")
+
+
 @op(category="reduction", inputs={"x": "O R"}, output="O", dtypes=_FLOATS,
     params=[Param("ord", str, "2", choices=_ORDS, doc="which norm"),
-            Param("p", float, 2.0, low=1e-3, high=1e3, doc="the power when ord is 'p'")],
+            Param("p", float, 2.0, low=-1e3, high=1e3, doc="the power when ord is 'p' (not 0)")],
     reference=_norm_ref, kernel_reference=_norm_kernel_ref, frontend=_norm_frontend,
-    example=_EX)
+    validate=_norm_validate, example=_EX)
 def vector_norm(x, *, ord, p, dims):  # noqa: A002
     """Vector norm of each row; sums in float64, extremes on integer keys (NaN wins)."""
     f64, t = hl.Float(64), x.type()

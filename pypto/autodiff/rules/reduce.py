@@ -8,7 +8,7 @@ it is 0 (a constant row), as PyTorch does, and ``var``/``std`` with ``ddof`` equ
 reduced length divide by 0 as the forward does (inf/NaN gradients, PyTorch's) instead of raising
 ZeroDivisionError; ``argmax``/``argmin`` are not differentiable.
 ``nansum``/``nanmean`` pass nothing to NaNs; ``nanmax``/``nanmin`` follow ``max``/``min``;
-``vector_norm`` passes nothing where a row's norm is 0; ``all``/``any``/``count_nonzero`` are
+``vector_norm`` is PyTorch's ``norm_backward`` (see its rule); ``all``/``any``/``count_nonzero`` are
 step functions (nothing flows back).
 """
 
@@ -116,27 +116,45 @@ rule("nanmax", "nanmin")(_extreme)       # a NaN never equals the result: it get
 COUNT = Constant("it counts nonzero elements: a step function of its input")
 
 
+def _sgn(x):
+    """torch's ``sgn``: -1, 0 or 1, and 0 at a NaN (``sign`` gives NaN there)."""
+    return ops.where(ops.isnan(x), 0.0, ops.sign(x))
+
+
 @rule("vector_norm")
 def _vector_norm(c):
-    """ord 2: dy x / |x|; 1: dy sign(x); inf/-inf: the extreme |x| (ties split, signed);
-    p: dy sign(x) |x|**(p-1) / |x|_p**(p-1); 0 counts nonzeros (nothing flows). Rows whose
-    norm is 0 get 0."""
+    """PyTorch's ``norm_backward``, branch by branch, so that NaN, inf and zeros give its values:
+
+    * 1: ``dy sgn(x)`` (0 at a NaN); inf/-inf: the extreme ``|x|`` (ties split), signed by
+      ``sgn(x)``; a row holding NaN passes nothing;
+    * 2: ``dy x / y``, 0 where ``y`` is 0; NaN where ``y`` is NaN (a row holding NaN);
+    * p < 1, negative p included: ``sgn(x) |x|**(p-1) dy y**(1-p)``, 0 at each zero of ``x``
+      (so a row with a zero, whose norm is 0 when p < 0, passes 0);
+    * 1 < p < 2: ``sgn(x) |x|**(p-1) dy / y**(p-1)``; p > 2: ``x |x|**(p-2) dy / y**(p-1)``;
+      both 0 where ``y`` is 0;
+    * 0 counts nonzeros: nothing flows.
+    """
     x, r = c.inputs[0], c.dims["R"]
     kind, p = c.params["ord"], c.params["p"]
-    y = _spread(c.y, r)
     if kind == "0":
         return [COUNT]
+    dy, y = _spread(c.dy, r), _spread(c.y, r)
     if kind == "1":
-        return [_spread(c.dy, r) * ops.sign(x)]
+        return [_sgn(x) * dy]
     if kind in ("inf", "-inf"):
-        hit = ops.abs(x) == y
+        hit = ops.abs(x) == y                     # none in a row holding NaN (y is NaN)
         count = hit.astype(x.dtype).sum(axis=1)
-        return [ops.where(hit, _spread(c.dy / count, r) * ops.sign(x), 0.0)]
-    safe = ops.where(y > 0, y, 1.0)
+        return [_sgn(x) * ops.where(hit, _spread(c.dy / count, r), 0.0)]
+    flat = y == 0.0                               # False where y is NaN: NaN flows, as torch's
     if kind == "2":
-        return [ops.where(y > 0, _spread(c.dy, r) * x / safe, 0.0)]
-    grow = ops.sign(x) * ops.pow(ops.abs(x), p - 1.0) / ops.pow(safe, p - 1.0)
-    return [ops.where(y > 0, _spread(c.dy, r) * grow, 0.0)]
+        return [ops.where(flat, 0.0, dy * (x / y))]
+    if p < 1.0:
+        scaled = ops.where(x == 0.0, 0.0, _sgn(x) * ops.pow(ops.abs(x), p - 1.0))
+        return [scaled * dy * ops.pow(y, 1.0 - p)]
+    scaled = _sgn(x) * ops.pow(ops.abs(x), p - 1.0) if p < 2.0 else \
+        x * ops.pow(ops.abs(x), p - 2.0)
+    return [scaled * ops.where(flat, 0.0, dy / ops.pow(y, p - 1.0))]
+
 
 mark(COUNT, "count_nonzero")
 mark(ZERO, "all", "any")
