@@ -34,7 +34,7 @@ import halide as hl
 import numpy as np
 
 from ..dtypes import halide_type
-from ..errors import OpDefinitionError
+from ..errors import OpDefinitionError, PyptoError
 from ..ops._op import Op
 from ..ops.math import cast_expr
 from ..schedule.directives import GRAMMAR, Directive
@@ -63,7 +63,11 @@ class Graph:
         seen: set[int] = set()
         src_seen: set[tuple[int, int]] = set()
 
+        checked: dict[int, Node] = {}
+
         def visit(node: Node, k: int) -> None:
+            if node.checks:
+                checked[node.id] = node
             if (node.id, k) in materialized or node.kind == "input":
                 if (node.id, k) not in src_seen:
                     src_seen.add((node.id, k))
@@ -87,9 +91,42 @@ class Graph:
         finally:
             sys.setrecursionlimit(old)
         self.src_index = {(n.id, k): i for i, (n, k) in enumerate(self.sources)}
+        self.checks = self._value_checks(checked.values())
         self.index: dict[int, int] = {}
         self._dedupe()
         self.key = self._key()
+
+    def _value_checks(self, nodes) -> list[tuple]:
+        """``(source, views, check, where)`` for each value check (``Tensor.require_values``)
+        on a value that is a source seen through views and casts: :meth:`check_values` runs it
+        on the source's array, so a program checks the indices it is given as an eager call
+        does. A value computed inside the pipeline is not checked (its kernel clamps)."""
+        out = []
+        for node in nodes:
+            for k, check, where in node.checks:
+                views, n, j = [], node, k
+                while (n.id, j) not in self.src_index and n.kind in ("view", "cast"):
+                    views.append(n)
+                    n, j = n.inputs[0].node, n.inputs[0].index
+                if (n.id, j) in self.src_index:
+                    out.append((self.src_index[(n.id, j)], views[::-1], check, where))
+        return out
+
+    def check_values(self, arrays: Sequence[np.ndarray]) -> None:
+        """Runs the value checks on the sources' arrays; raises the first failing check's error,
+        naming the line that traced it."""
+        for i, views, check, where in self.checks:
+            a = np.asarray(arrays[i]).reshape(self.source_shape(i))
+            for n in views:
+                if n.kind == "cast":
+                    with np.errstate(all="ignore"):
+                        a = a.astype(n.outs[0][1])
+                else:
+                    a = _np_view(a, n.aux, n.outs[0][0])
+            try:
+                check(a)
+            except PyptoError as e:
+                raise type(e)(f"{e} (traced at {where})") from None
 
     def _dedupe(self) -> None:
         """Common subexpressions: a node equal to an earlier one (same op, parameters and

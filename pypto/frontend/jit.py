@@ -176,6 +176,8 @@ class Segment:
         from ..errors import ExecutionError
 
         GLOBAL.segments_run += 1
+        if self.graph.checks:
+            self.graph.check_values(arrays)
         ins = [a.reshape(d) if a.shape != d else a for a, d in zip(arrays, self.doms)]
         pre = None
         if into:

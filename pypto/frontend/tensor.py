@@ -66,7 +66,7 @@ class Node:
     """
 
     __slots__ = ("id", "kind", "op", "params", "inputs", "outs", "where", "aux", "value",
-                 "dims", "dtypes", "__weakref__")
+                 "dims", "dtypes", "checks", "__weakref__")
 
     def __init__(self, kind: str, inputs: Sequence["Tensor"], outs, where: str, *, op=None,
                  params=None, aux=None, value=None, dims=None, dtypes=None):
@@ -81,6 +81,7 @@ class Node:
         self.value = value       # input nodes: the array (None for a spec)
         self.dims = dict(dims or {})
         self.dtypes = dtypes
+        self.checks: list | None = None   # value checks of the program's call (require_values)
 
     def describe(self) -> str:
         if self.kind == "op":
@@ -227,6 +228,16 @@ class Tensor:
                              f"(at {user_frame()})") from None
         node = Node("cast", [self], [(self.shape, dt)], user_frame(), aux=dt.name)
         return _record(node)[0]
+
+    def require_values(self, check) -> None:
+        """Has every call of the program run ``check(array)`` on this value's array before the
+        pipeline that reads it: the value checks an op's frontend makes on arrays (indices in
+        range) for the values a traced program receives. ``check`` raises the eager call's
+        error. A value the pipeline computes itself has no array to check before the run."""
+        n = self.node
+        if n.checks is None:
+            n.checks = []
+        n.checks.append((self.index, check, user_frame()))
 
     def copy(self) -> "Tensor":
         return self

@@ -14,7 +14,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import ParamError, ShapeError
-from ..runtime import as_array, traced
+from ..runtime import as_array
 from ._consts import lit, lit64
 from ._op import Param, op
 
@@ -383,16 +383,27 @@ def _roi_boxes(boxes, name="roi_align"):
 
 def _check_batch_index(name: str, x, boxes) -> None:
     """Each box's first column must name an image of ``x`` (a whole number in [0, N - 1]): the
-    kernel would clamp it and pool the wrong image without a word."""
-    if traced([x, boxes]) or not (boxes.ndim == 2 and boxes.shape[1] == 5 and x.ndim == 4
-                                  and boxes.shape[0] > 0 and boxes.dtype.kind in "fiu"):
+    kernel would clamp it and pool the wrong image without a word. Boxes a traced program is
+    given are checked on each of its calls."""
+    if not (boxes.ndim == 2 and boxes.shape[1] == 5 and x.ndim == 4 and boxes.shape[0] > 0
+            and boxes.dtype.kind in "fiu"):
         return
+    n = x.shape[0]
+    if not isinstance(boxes, np.ndarray):
+        require = getattr(boxes, "require_values", None)
+        if require is not None:
+            require(lambda b: _batch_indices(name, b, n))
+        return
+    _batch_indices(name, boxes, n)
+
+
+def _batch_indices(name: str, boxes: np.ndarray, n: int) -> None:
     bi = boxes[:, 0]
-    bad = (bi != np.floor(bi)) | (bi < 0) | (bi >= x.shape[0])
+    bad = (bi != np.floor(bi)) | (bi < 0) | (bi >= n)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise ParamError(f"{name}: boxes[{k}, 0] = {float(bi[k])!r} is not a batch index in "
-                         f"[0, {x.shape[0] - 1}]")
+                         f"[0, {n - 1}]")
 
 
 #: The largest adaptive grid (samples per bin and axis) roi_align takes.

@@ -7,8 +7,11 @@ Names and arguments follow NumPy (``take_along_axis``, ``tril``, ``triu``, ``dia
 max_len)`` is TensorFlow's. Indices are int32 or int64 arrays.
 
 Out-of-range indices are a ``ParamError`` naming the argument, the position, the value and the
-valid range. Inside a traced program the indices are not known to Python: there the kernels
-clamp them into range (they never read or write outside an array) and nothing is raised. ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
+valid range, in traced programs too: there the indices a program is given (an argument, a weight,
+or a view of one) are checked on every call before its pipeline runs, with the eager call's
+message and the line that traced the op. Indices the program computes itself are not known
+before the pipeline runs: the kernels clamp them into range (they never read or write outside
+an array). ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
 the PyTorch-named ops refuse them, as PyTorch does.
 
 Kernel forms: ops along one axis see [O, A, I] (see ``layout``): ``take_along_axis`` and
@@ -49,7 +52,12 @@ def check_range(name: str, arg: str, idx, n: int, wrap: bool = False, skip=None)
     """ParamError naming the first index of ``idx`` outside [0, n) ([-n, n) when ``wrap``);
     ``skip`` is a value that is allowed anyway (ignore_index). A traced Tensor holds no values:
     its indices are clamped into range by the kernel instead."""
-    if not isinstance(idx, np.ndarray) or idx.size == 0:
+    if not isinstance(idx, np.ndarray):
+        require = getattr(idx, "require_values", None)    # a traced value: checked per call
+        if require is not None:
+            require(lambda a: check_range(name, arg, a, n, wrap, skip))
+        return
+    if idx.size == 0:
         return
     lo = -n if wrap else 0
     bad = (idx < lo) | (idx >= n)
