@@ -64,8 +64,11 @@ def test_vector_norm_of_a_nan_is_nan_and_bad_ord_is_refused():
     assert np.isnan(P.vector_norm(x, -np.inf, axis=1)).all()
     np.testing.assert_array_equal(P.vector_norm(np.float32([[3, -1, 2]]), -np.inf, axis=1), [1])
     assert np.isnan(P.vector_norm(x, 2, axis=1)).all()
+    # ord < 0 is torch's (sum |x|**ord)**(1/ord); a string other than 'fro' is refused
+    np.testing.assert_allclose(P.vector_norm(np.float32([[3, -1, 2]]), -1, axis=1),
+                               [1 / (1 / 3 + 1 + 1 / 2)], rtol=1e-6)
     with pytest.raises(ParamError, match="ord"):
-        P.vector_norm(x, -1)
+        P.vector_norm(x, "nuc")
 
 
 @pytest.mark.parametrize("name", ["nansum", "nanmean", "nanmax", "nanmin"])
