@@ -37,15 +37,17 @@ def _argnums(argnums, n: int, label: str) -> tuple[int, ...]:
     out = []
     for a in items:
         if isinstance(a, bool) or not isinstance(a, int) or not -n <= a < n:
-            raise TraceError(f"grad({label}): argnums {argnums!r} must name positional arguments "
+            raise TraceError(f"{label}: argnums {argnums!r} must name positional arguments "
                              f"among the {n} given")
         out.append(a % n)
     return tuple(out)
 
 
-def _program(fn, mode: str, argnums) -> JitFunction:
-    """The jitted forward+backward program of ``fn`` (cached per function)."""
-    key = (mode, argnums)
+def _program(fn, mode: str, argnums, says: str | None = None) -> JitFunction:
+    """The jitted forward+backward program of ``fn`` (cached per function); its errors name
+    the call as ``says`` (the public function the user called: ``grad`` runs
+    ``value_and_grad``'s program)."""
+    key = (mode, argnums, says)
     try:
         per_fn = _programs.setdefault(fn, {})
     except TypeError:          # not weak-referenceable: build afresh (kernels are still cached)
@@ -55,34 +57,35 @@ def _program(fn, mode: str, argnums) -> JitFunction:
         label = _label(fn)
 
         def program(args, cts, kwargs=None):
-            return _traced(fn, label, mode, argnums, args, cts, kwargs)
+            return _traced(fn, label, mode, argnums, args, cts, kwargs, says)
 
         program.__name__ = f"{mode}_{label}"
         prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}")
     return prog
 
 
-def _traced(fn, label, mode, argnums, args, cts, kwargs=None):
+def _traced(fn, label, mode, argnums, args, cts, kwargs=None, says=None):
     """Runs inside a trace: the function, then its backward; returns (outputs, gradients).
     ``kwargs`` are passed to the function as they are (never differentiated)."""
     ctx = T.current()
+    called = says or mode
     wrt = []
     for i in argnums:
         a = args[i]
         if not isinstance(a, T.Tensor):
             raise NotDifferentiableError(
-                f"{mode}({label}): argument #{i} is {type(a).__name__}, not an array; "
+                f"{called}({label}): argument #{i} is {type(a).__name__}, not an array; "
                 f"differentiate with respect to array arguments (argnums)")
         if not is_float(a.dtype):
             raise NotDifferentiableError(
-                f"{mode}({label}): argument #{i} has dtype {a.dtype.name}; gradients are taken "
+                f"{called}({label}): argument #{i} has dtype {a.dtype.name}; gradients are taken "
                 f"with respect to float arrays")
         wrt.append(a)
     start = len(ctx.nodes)
     try:
         result = fn(*args, **(kwargs or {}))
     except GraphBreakError as e:
-        raise GraphBreakError(f"{mode}({label}): the function must trace as one program (its "
+        raise GraphBreakError(f"{called}({label}): the function must trace as one program (its "
                               f"backward is compiled with it), but it needs a Python value: "
                               f"{getattr(e, 'need', e)}. Keep both paths in the program with "
                               f"pypto.cond(pred, f, g, *xs) or pypto.ops.where") from None
@@ -90,30 +93,30 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None):
     struct, leaves = _result_structure(result)
     outs = [x for x in leaves if isinstance(x, T.Tensor)]
     if not outs:
-        raise TraceError(f"{mode}({label}): the function returns no traced value")
+        raise TraceError(f"{called}({label}): the function returns no traced value")
     if mode == "vjp":
         # An integer output (topk's or sort's indices, a count) carries no gradient: its
         # cotangent is dropped, as torch and JAX drop them; the float ones are differentiated.
         if len(cts) != len(outs):
-            raise ShapeError(f"{mode}({label}): give one output gradient per output "
+            raise ShapeError(f"{called}({label}): give one output gradient per output "
                              f"({len(outs)}), got {len(cts)}")
         kept = [k for k, o in enumerate(outs) if is_float(o.dtype)]
         if not kept:
             o = outs[0]
             raise NotDifferentiableError(
-                f"{mode}({label}): no output is a float array (output #0 has dtype "
+                f"{called}({label}): no output is a float array (output #0 has dtype "
                 f"{o.dtype.name}, from {o.node.describe()} at {o.where}); only float outputs "
                 f"can be differentiated")
         outs, cts = [outs[k] for k in kept], [cts[k] for k in kept]
     for k, o in enumerate(outs):
         if not is_float(o.dtype):
             raise NotDifferentiableError(
-                f"{mode}({label}): output #{k} has dtype {o.dtype.name} (from "
+                f"{called}({label}): output #{k} has dtype {o.dtype.name} (from "
                 f"{o.node.describe()} at {o.where}); only float outputs can be differentiated")
     if mode in ("grad", "value_and_grad"):
         if len(outs) != 1 or outs[0].size != 1:
             shape = outs[0].shape if len(outs) == 1 else f"{len(outs)} outputs"
-            raise ShapeError(f"{mode}({label}): the function must return one scalar (size-1) "
+            raise ShapeError(f"{called}({label}): the function must return one scalar (size-1) "
                              f"value, got {shape}; use pypto.vjp for other outputs")
         cts = [shapes.ones(outs[0].shape, outs[0].dtype)]
     else:
@@ -143,11 +146,12 @@ def _finish(grads, args, argnums, nested: bool):
 def _check_args(args, label):
     for i, a in enumerate(args):
         if type(a).__module__.partition(".")[0] == "torch":
-            raise TraceError(f"grad({label}): argument #{i} is a torch tensor; pass "
+            raise TraceError(f"{label}: argument #{i} is a torch tensor; pass "
                              f"t.detach().numpy(), or use pypto.torch.op for autograd")
 
 
-def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, *,
+                   _says: str = "value_and_grad") -> Callable:
     """``fn``'s value and its gradient with respect to the arguments ``argnums``.
 
     ``fn`` must return one scalar (size-1) float value. The gradient is one array (``argnums``
@@ -166,11 +170,11 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        _check_args(args, label)
-        _check_args(tuple(kwargs.values()), label)
-        nums = _argnums(argnums, len(args), label)
+        _check_args(args, f"{_says}({label})")
+        _check_args(tuple(kwargs.values()), f"{_says}({label})")
+        nums = _argnums(argnums, len(args), f"{_says}({label})")
         nested = T.current() is not None
-        prog = _program(fn, "value_and_grad", nums)
+        prog = _program(fn, "value_and_grad", nums, _says)
         value, grads = (prog(tuple(args), None, kwargs) if kwargs else
                         prog(tuple(args), None))
         grads = _finish(grads, args, nums, nested)
@@ -184,7 +188,7 @@ def _traceable(run, fn, label, argnums) -> None:
     """Lets ``pypto.tune(run, *arrays)`` trace the very program ``run`` compiles (value and
     gradients), so the tuned winner is found by its later calls."""
     def body(*targs):
-        nums = _argnums(argnums, len(targs), label)
+        nums = _argnums(argnums, len(targs), f"value_and_grad({label})")
         return _traced(fn, label, "value_and_grad", nums, tuple(targs), None)
 
     run.__pypto_traceable__ = body
@@ -199,7 +203,7 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         >>> df(np.zeros(3, np.float32)).tolist()          # doctest: +SKIP
         [1.0, 1.0, 1.0]
     """
-    vg = value_and_grad(fn, argnums)
+    vg = value_and_grad(fn, argnums, _says="grad")
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
@@ -218,7 +222,7 @@ def vjp(fn: Callable, *args):
     from this call is held in memory.
     """
     label = _label(fn)
-    _check_args(args, label)
+    _check_args(args, f"vjp({label})")
     nested = T.current() is not None
     nums = tuple(i for i, a in enumerate(args) if _is_float_array(a))
     outputs = fn(*args) if nested else JitFunction(fn, name=label)(*args) \
