@@ -4,9 +4,10 @@ cumsum, cumprod, cummax, cummin, logcumsumexp.
 Reductions follow ``reduce``'s conventions: a public ``axis`` (None, an int or a tuple) and
 ``keepdims``, an [O, R] kernel reducing each row. ``all``/``any`` give bool, ``count_nonzero``
 int64 (a NaN is nonzero and true, as in NumPy). ``vector_norm(x, ord=2, axis=None)`` is
-``torch.linalg.vector_norm`` (the name ``norm`` is taken by the normalization family): ``ord`` 1, 2 (also ``"fro"``), ``inf``, ``-inf``, 0 (the count of
-nonzeros) or any other p, negative ones included (``(sum |x|**p)**(1/p)``: with p < 0 a zero
-makes the norm 0, as torch's), accumulated in float64; a NaN gives NaN.
+``torch.linalg.vector_norm`` (the name ``norm`` is taken by the normalization family): ``ord``
+1, 2 (also ``"fro"``), ``inf``, ``-inf``, 0 (the count of nonzeros) or any other p, negative
+ones included (``(sum |x|**p)**(1/p)``: with p < 0 a zero makes the norm 0, as torch's),
+accumulated in float64; a NaN gives NaN.
 The ``nan*`` ops ignore NaNs like NumPy's; a row of only NaNs gives NaN (``nansum``: 0).
 
 Scans run along one ``axis`` (default -1, like torch; NumPy's ``axis=None`` flattens) on a kernel

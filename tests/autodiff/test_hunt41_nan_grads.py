@@ -4,6 +4,12 @@
   ord 2 (``fro``), p (3, 0.5...) where torch passes NaN; ord 1 passed NaN at the NaN where torch's
   ``sgn`` gives 0; ord 0.5 passed NaN at a zero (0 ** -0.5) where torch passes 0. inf/-inf
   already matched (a NaN row passes nothing).
+* ``max``/``min`` (PyPTO's are torch's ``amax``/``amin``: ties split, axis tuples, keepdims): a
+  row holding NaN passed 0 everywhere; torch's amax passes NaN to the whole row (its
+  ``dy / count * mask`` with no element equal to NaN). torch's ``max()`` and ``max(dim)`` pass it
+  to the NaNs instead (split, or the first); that is not PyPTO's ``max`` (ties differ too).
+* ``prod`` of a row with a zero and a NaN or inf: torch multiplies the others out
+  ([2, nan, 0, 3] passes [nan, 0, nan, nan]); the rule passed 0 to all but the zero.
 """
 
 from __future__ import annotations
@@ -54,3 +60,66 @@ def test_vector_norm_gradient_at_nan_inf_and_zeros_matches_torch(ord_):
         np.testing.assert_array_equal(g[0], [0.5, 0.0, -0.5])   # sgn(NaN) is 0
     if ord_ == 0.5:
         np.testing.assert_allclose(g[6], [0.0, w[6], 0.0], rtol=1e-15)   # 0 at the zeros, not NaN
+
+
+EXT_ROWS = np.array([[1.0, nan, 3.0, 3.0], [nan, 2.0, nan, 0.0], [nan, nan, nan, nan],
+                     [3.0, 3.0, 1.0, -1.0], [inf, nan, inf, 1.0], [inf, 2.0, inf, -inf],
+                     [-inf, -inf, 0.0, 5.0], [0.5, -0.5, 2.0, -2.0]])
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_max_min_gradient_of_a_nan_row_is_torchs_amax(name):
+    w = np.linspace(0.5, 2.0, len(EXT_ROWS))
+    ours = getattr(P, name)
+    theirs = getattr(torch, "a" + name)
+    g = _check(lambda v: ours(v, axis=1), lambda t: theirs(t, dim=1), EXT_ROWS, w)
+    assert np.isnan(g[[0, 1, 2, 4]]).all()                 # every element of a NaN row
+    assert not np.isnan(g[[3, 5, 6, 7]]).any()
+    # the whole array, and a tuple of axes with keepdims
+    x = EXT_ROWS[[3, 5, 6, 7]]
+    _check(lambda v: ours(v), lambda t: theirs(t), x, np.array(1.5))
+    x3 = EXT_ROWS.reshape(2, 4, 4)
+    w3 = np.array([[[1.0]], [[2.0]]])
+    _check(lambda v: ours(v, axis=(1, 2), keepdims=True),
+           lambda t: theirs(t, dim=(1, 2), keepdim=True), x3, w3)
+
+
+def test_nanmax_still_ignores_nans():
+    g = pypto.grad(lambda v: P.nanmax(v, axis=1).sum())(EXT_ROWS[:3])
+    np.testing.assert_array_equal(g, [[0, 0, 0.5, 0.5], [0, 1, 0, 0], [0, 0, 0, 0]])
+
+
+PROD_ROWS = [[2.0, nan, 0.0, 3.0], [2.0, nan, 3.0, 1.0], [nan, 0.0, 0.0, 1.0],
+             [inf, 0.0, 2.0, 1.0], [inf, 0.0, 0.0, 1.0], [inf, 2.0, 3.0, 1.0],
+             [-inf, 0.0, nan, 1.0], [inf, inf, 0.0, 1.0], [0.0, 2.0, 3.0, 1.0],
+             [-0.0, 3.0, 2.0, 1.0], [0.5, 2.0, -3.0, 1.5]]
+
+
+def test_prod_gradient_with_nan_inf_and_zeros_matches_torch():
+    x = np.array(PROD_ROWS)
+    w = np.linspace(0.5, 2.0, len(x))
+    # torch picks its formula on the whole tensor (any zero: every row multiplies the others
+    # out), so each row is its own tensor there: torch's prod(dim) of that one row
+    want = np.concatenate([_torch_grad(lambda t: t.prod(1), x[i:i + 1], w[i:i + 1])[1]
+                           for i in range(len(x))])
+    loss = lambda v: (P.prod(v, axis=1) * w).sum()            # noqa: E731
+    g = pypto.grad(loss)(x)
+    np.testing.assert_allclose(g, want, rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(pypto.jit(pypto.grad(loss))(x), g)
+    np.testing.assert_array_equal(g[0], [nan, 0.0, nan, nan])
+    np.testing.assert_array_equal(g[3] / w[3], [0.0, inf, nan, nan])
+    # the same rows along axis 0, and a one-element axis (the gradient is dy)
+    np.testing.assert_allclose(pypto.grad(lambda v: (P.prod(v, axis=0) * w).sum())(x.T), want.T,
+                               rtol=1e-14, atol=0)
+    np.testing.assert_array_equal(pypto.grad(lambda v: P.prod(v, axis=1).sum())(x[:, :1]), 1.0)
+
+
+def test_prod_second_derivative_with_zeros_stays_finite():
+    x = np.array([[0.5, 2.0, -3.0, 1.5], [0.0, 2.0, 3.0, 1.0], [0.0, 0.0, 3.0, 1.0]])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    t = torch.tensor(x, requires_grad=True)
+    (g,) = torch.autograd.grad(t.prod(1).sum(), t, create_graph=True)
+    (g * torch.tensor(w)).sum().backward()
+    inner = lambda u: P.prod(u, axis=1).sum()              # noqa: E731
+    h = pypto.grad(lambda v: (pypto.grad(inner)(v) * w).sum())(x)
+    np.testing.assert_allclose(h, t.grad.numpy(), rtol=1e-14, atol=0)

@@ -1,13 +1,14 @@
 """Rules of the reductions, on their canonical form: x [O, R] reduced along R to [O].
 
-``max``/``min`` split the gradient evenly among tied extremes (PyTorch's ``amax``); ``prod``
-divides the product by each element where a row holds no zero, and otherwise gives PyTorch's
-gradient: a row with one zero passes the product of its other elements to the zero and 0 to the
-rest, a row with two or more zeros passes 0 (the division gave NaN there); ``std`` passes 0 where
-it is 0 (a constant row), as PyTorch does, and ``var``/``std`` with ``ddof`` equal to the
-reduced length divide by 0 as the forward does (inf/NaN gradients, PyTorch's) instead of raising
-ZeroDivisionError; ``argmax``/``argmin`` are not differentiable.
-``nansum``/``nanmean`` pass nothing to NaNs; ``nanmax``/``nanmin`` follow ``max``/``min``;
+``max``/``min`` split the gradient evenly among tied extremes (PyTorch's ``amax``: a row holding
+NaN gets NaN); ``prod`` divides the product by each element where a row holds no zero, and
+otherwise passes each element the product of the others (PyTorch's, NaN and inf included; the
+division gave NaN there); ``std`` passes 0 where it is 0 (a constant row), as PyTorch does, and
+``var``/``std`` with ``ddof`` equal to the reduced length divide by 0 as the forward does
+(inf/NaN gradients, PyTorch's) instead of raising ZeroDivisionError; ``argmax``/``argmin`` are
+not differentiable.
+``nansum``/``nanmean`` pass nothing to NaNs; ``nanmax``/``nanmin`` split among the tied extremes
+(NaNs get nothing; a row of NaNs passes 0);
 ``vector_norm`` is PyTorch's ``norm_backward`` (see its rule); ``all``/``any``/``count_nonzero`` are
 step functions (nothing flows back).
 """
@@ -43,19 +44,48 @@ def _extreme(c):
     return [ops.where(hit, _spread(c.dy / count, r), 0.0)]
 
 
-rule("max", "min")(_extreme)
+@rule("max", "min")
+def _max_min(c):
+    """PyTorch's ``amax``/``amin`` (``scale_grad_by_count``): ``dy / count`` times the mask of
+    the tied extremes, a product, not a select. A row holding NaN has the extreme NaN, which no
+    element equals: ``dy / 0`` times a mask of zeros is NaN on the whole row, as torch's amax
+    and TensorFlow's reduce_max give (it was 0). torch's ``max()`` without a dim and
+    ``max(dim)`` pass it to the NaNs instead (split, or the first one); PyPTO's ``max`` is
+    ``amax``: ties split, an axis tuple, ``keepdims``."""
+    x = c.inputs[0]
+    r = c.dims["R"]
+    hit = (x == _spread(c.y, r)).astype(x.dtype)
+    return [_spread(c.dy / hit.sum(axis=1), r) * hit]
+
+
+def _others(x):
+    """The product of each element's others in its row of [O, R]: the products before it times
+    those after it, two exclusive cumulative products (PyTorch's prod_safe_zeros_backward), so
+    a zero, an inf or a NaN elsewhere in the row gives the value multiplying through does."""
+    before = ops.cumprod(shapes.pad_axis(x, 1, 1, -1, fill=1.0), axis=1)
+    after = shapes.flip_axes(ops.cumprod(shapes.pad_axis(shapes.flip_axes(x, [1]), 1, 1, -1,
+                                                         fill=1.0), axis=1), [1])
+    return before * after
 
 
 @rule("prod")
 def _prod(c):
+    """PyTorch's: ``dy (y / x)`` in a row without zeros; in a row with one, ``dy`` times the
+    product of the others, multiplied out (a NaN or inf times the zero is NaN, as torch's:
+    [2, nan, 0, 3] passes [nan, 0, nan, nan], [inf, 0, 2] [0, inf, nan]; the rule gave 0 to
+    all but the zero). torch chooses between the two on the whole tensor (any zero anywhere
+    takes the product of the others for every row: [inf, 2, 3] then passes 6, not NaN, to the
+    inf), and its ``prod()`` without a dim passes zeros when two or more zeros are there
+    (without create_graph); here each row chooses for itself, as ``prod(dim)`` does where the
+    row holds a zero."""
     x, r = c.inputs[0], c.dims["R"]
-    zero = x == 0.0
-    zeros = zero.astype(x.dtype).sum(axis=1)                  # [O]: zeros in each row
-    # the product of the row's nonzero elements: the gradient of its one zero, if it has one
-    others = ops.prod(ops.where(zero, 1.0, x), axis=1)
-    plain = _spread(c.dy * c.y, r) / ops.where(zero, 1.0, x)
-    lone = _spread(ops.where(zeros == 1.0, c.dy * others, 0.0), r)
-    return [ops.where(_spread(zeros, r) == 0.0, plain, ops.where(zero, lone, 0.0))]
+    dy = _spread(c.dy, r)
+    if r == 1:
+        return [dy]
+    zero = _spread((x == 0.0).astype(x.dtype).sum(axis=1), r) > 0.0     # the row holds a zero
+    # x is 1 in the division where the row holds a zero: 0 / 0 there would make the gradient
+    # of this gradient NaN, through the branch the select drops
+    return [ops.where(zero, dy * _others(x), dy * (_spread(c.y, r) / ops.where(zero, 1.0, x)))]
 
 
 def _centered(x, r):
