@@ -365,17 +365,41 @@ def _pad_pairs(name, pad, ndim):
     if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > ndim:
         raise ParamError(f"{name}: 'pad' must be a tuple of (before, after) pairs, last axis "
                          f"first, at most {ndim} pairs for rank {ndim}; got {pad!r}")
-    vals = [_int(name, "pad", v, low=0) for v in pad]
+    vals = [_int(name, "pad", v) for v in pad]
     return {ndim - 1 - j: (vals[2 * j], vals[2 * j + 1]) for j in range(len(vals) // 2)}
+
+
+def _pad_check(n: int, lo: int, hi: int, mode: str):
+    """torch's limits on padding an axis of ``n`` by ``(lo, hi)`` (a negative count crops)."""
+    kept = n - max(-lo, 0) - max(-hi, 0)       # what the crops leave of the axis
+    if n + lo + hi < 0 or (mode == "constant" and kept < 0):
+        raise ParamError(f"pad: padding ({lo}, {hi}) crops more than the axis ({n}) holds")
+    if mode == "reflect" and max(lo, hi) >= n:
+        raise ParamError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the axis ({n})")
+    if mode == "circular" and n + lo + hi > 0 and max(lo, hi) > kept:
+        where = f"the axis ({n})" if kept == n else f"what the crops leave of the axis ({kept})"
+        raise ParamError(f"pad: circular padding ({lo}, {hi}) must be at most {where}")
 
 
 def _pad_frontend(x, pad, mode="constant", value=0.0):
     """Pads ``x`` like ``torch.nn.functional.pad``: ``pad = (left, right, top, bottom, ...)``
     from the last axis backwards. ``mode``: ``"constant"`` (``value``), ``"reflect"`` (mirror
     without repeating the edge; each pad < the axis), ``"replicate"`` (edge repeated) or
-    ``"circular"`` (wrap around; each pad <= the axis). Negative (cropping) pads are refused.
+    ``"circular"`` (wrap around; each pad <= the axis).
+
+    A negative pad crops, as in torch: ``pad(x, (-1, 2))`` drops the first element of the last
+    axis and adds two at its end. Element ``p`` of the result is element ``p - before`` of the
+    axis extended by the mode (so reflect and replicate read the whole axis, and the crops may
+    not exceed it in constant mode); circular, as torch's, wraps around what the crops leave
+    (each pad at most that). A result with an empty axis is an empty array (eager calls only).
     A 0-d ``x`` takes only ``pad=()``: a copy, in every mode (torch's constant mode; its other
-    modes refuse a 0-d input)."""
+    modes refuse a 0-d input).
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> pypto.ops.pad(np.arange(5.0), (-1, 2)).tolist()
+        [1.0, 2.0, 3.0, 4.0, 0.0, 0.0]
+    """
     name = "pad"
     x = as_array(x, name, "x")
     if mode not in _MODES:
@@ -383,6 +407,14 @@ def _pad_frontend(x, pad, mode="constant", value=0.0):
     pairs = _pad_pairs(name, pad, x.ndim)
     if x.ndim == 0:                 # pad == (): a copy (torch's, in constant mode)
         return _pad_frontend(x.reshape(1), (), mode, value).reshape(())
+    for a, (before, after) in pairs.items():
+        _pad_check(x.shape[a], before, after, mode)
+    final = tuple(n + sum(pairs.get(a, (0, 0))) for a, n in enumerate(x.shape))
+    if 0 in final and 0 not in x.shape:     # cropped to nothing: torch's empty result
+        if traced([x]):
+            raise ShapeError(f"pad: the padding {tuple(pad)} leaves shape {final} with an empty "
+                             f"axis; a traced program cannot hold a zero-size array")
+        return np.empty(final, dtype=x.dtype)
     todo = [(a, p) for a, p in sorted(pairs.items(), reverse=True) if p != (0, 0)] or \
         [(x.ndim - 1, (0, 0))]
     for a, (before, after) in todo:
@@ -392,22 +424,25 @@ def _pad_frontend(x, pad, mode="constant", value=0.0):
 
 
 def _pad_validate(d, p):
-    n, lo, hi = d["A"], p["before"], p["after"]
-    if p["mode"] == "reflect" and max(lo, hi) >= n:
-        raise ParamError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the axis ({n})")
-    if p["mode"] == "circular" and max(lo, hi) > n:
-        raise ParamError(f"pad: circular padding ({lo}, {hi}) must be at most the axis ({n})")
+    _pad_check(d["A"], p["before"], p["after"], p["mode"])
 
 
 def _pad_kernel_ref(x, before=0, after=0, mode="constant", value=0.0):
     np_mode = {"replicate": "edge", "circular": "wrap"}.get(mode, mode)
     kw = {"constant_values": value} if mode == "constant" else {}
-    return np.pad(x, ((0, 0), (before, after), (0, 0)), mode=np_mode, **kw)
+    n, crop_lo, crop_hi = x.shape[1], max(-before, 0), max(-after, 0)
+    lo, hi = max(before, 0), max(after, 0)
+    if mode == "circular":              # torch's: crop, then wrap around what is left
+        return np.pad(x[:, crop_lo:n - crop_hi], ((0, 0), (lo, hi), (0, 0)), mode="wrap")
+    full = np.pad(x, ((0, 0), (lo, hi), (0, 0)), mode=np_mode, **kw)
+    return full[:, crop_lo:full.shape[1] - crop_hi]
 
 
 @op(category="layout", inputs={"x": "O A I"}, output="O P I", dtypes=ANY,
-    params=[Param("before", int, 0, low=0, high=_BIG, doc="elements added before"),
-            Param("after", int, 0, low=0, high=_BIG, doc="elements added after"),
+    params=[Param("before", int, 0, low=-_BIG, high=_BIG,
+                  doc="elements added before (a negative count crops)"),
+            Param("after", int, 0, low=-_BIG, high=_BIG,
+                  doc="elements added after (a negative count crops)"),
             Param("mode", str, "constant", choices=_MODES, doc="how new elements are filled"),
             Param("value", float, 0.0, doc="the fill of constant padding, in x's dtype's range "
                   "(inf and NaN for floats)", finite=False)],
@@ -415,11 +450,17 @@ def _pad_kernel_ref(x, before=0, after=0, mode="constant", value=0.0):
     kernel_reference=_pad_kernel_ref, frontend=_pad_frontend, validate=_pad_validate,
     derive=lambda d, p: {"P": d["A"] + p["before"] + p["after"]}, example=_OAI)
 def pad(x, *, before, after, mode, value, dims):
-    """Padding of the middle axis of [O, A, I] by ``before`` and ``after`` elements."""
+    """Padding of the middle axis of [O, A, I] by ``before`` and ``after`` elements; a negative
+    count crops (out[p] reads the extended axis at p - before; circular wraps around what the
+    crops leave, as torch's)."""
     i, p, o = hl.Var("i"), hl.Var("p"), hl.Var("o")
     n = dims.A
     q = p - before
-    if mode == "reflect":
+    if mode == "circular" and min(before, after) < 0:
+        crop_lo = max(-before, 0)
+        kept = n - crop_lo - max(-after, 0)
+        src = crop_lo + (p - max(before, 0)) % hl.max(kept, 1)
+    elif mode == "reflect":
         period = hl.max(2 * n - 2, 1)
         m = q % period                      # Halide's % is Euclidean: never negative
         src = hl.select(m < n, m, period - m)

@@ -56,3 +56,37 @@ def test_threshold_grad_nonfinite(thr):
     want, = torch.autograd.grad(F.threshold(xt, thr, 2.0).sum(), xt)
     got = pypto.grad(lambda a: (o.threshold(a, thr, 2.0) * np.ones(a.shape)).sum())(_XT)
     _same(got, want.numpy())
+
+
+# -- 2. pad: negative pads crop (torch's F.pad) --------------------------------------------------
+
+_CROPS = [(-1, 2), (-1, -1), (-2, 1, 1, -1), (2, -1, -1, 0), (-3, 2), (2, -3), (-4, 1), (4, -1),
+          (0, -3, -1, -1)]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_negative_crops_like_torch(mode):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4, 5))
+    for pad in _CROPS + ([(3, -4), (-5, 1), (-7, 4), (3, -7)] if mode in ("reflect", "replicate") else []):
+        pad = pad + (0,) * (4 - len(pad)) if mode != "constant" else pad
+        want = F.pad(torch.from_numpy(x), pad, mode=mode).numpy()
+        _same(o.pad(x, pad, mode=mode, value=0.0), want)
+    pad = (-2, 1, 1, -1)
+    want = F.pad(torch.from_numpy(x), pad, mode=mode).numpy()
+    _same(pypto.jit(lambda a: o.pad(a, pad, mode=mode) * 1.0)(x), want)
+    _grad_vs_torch(lambda a: o.pad(a, pad, mode=mode), lambda a: F.pad(a, pad, mode=mode), x)
+    pad = (2, -3, 0, 0) if mode == "circular" else (3, -4, 0, 0)
+    _grad_vs_torch(lambda a: o.pad(a, pad, mode=mode), lambda a: F.pad(a, pad, mode=mode), x)
+
+
+def test_pad_crop_to_empty_and_refusals():
+    x = np.arange(10.0).reshape(2, 5)
+    _same(o.pad(x, (-2, -3)), F.pad(torch.from_numpy(x), (-2, -3)).numpy())
+    assert o.pad(x, (-2, -3)).shape == (2, 0)
+    with pytest.raises(ParamError, match="crops more than the axis"):
+        o.pad(x, (-6, 2))                       # torch: narrow(): length must be non-negative
+    with pytest.raises(ParamError, match="smaller than the axis"):
+        o.pad(x[None], (-1, 5), mode="reflect")
+    with pytest.raises(ParamError, match="what the crops leave"):
+        o.pad(x[None], (-3, 3), mode="circular")  # torch: an aliasing error or stale memory

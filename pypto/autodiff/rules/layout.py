@@ -5,7 +5,7 @@ rule here works on the middle axis:
 
 * concat, stack, split: slices of the output gradient, or the gradient padded with zeros;
 * pad: the middle slice, plus (reflect, replicate, circular) the padded parts added back where
-  they were read from;
+  they were read from; negative (cropping) counts as the pad of the positive ones and a crop;
 * tile, repeat: sums over the copies; flip, roll: the inverse flip or roll;
 * tril/triu: the same triangle of the gradient; diag <-> diagonal: each other's transpose;
 * arange and eye are linear in their one- or two-element input (``start, step`` and ``one``).
@@ -48,10 +48,22 @@ def _place(t, at: int, n: int):
 def _pad(c):
     n = c.inputs[0].shape[1]
     lo, hi, mode = c.params["before"], c.params["after"], c.params["mode"]
-    dy = c.dy
+    if min(lo, hi) >= 0:
+        return [_pad_grad(c.dy, n, lo, hi, mode)]
+    crop_lo, crop_hi = max(-lo, 0), max(-hi, 0)
+    if mode == "circular":      # crop, then pad what is left: the pad's gradient, placed back
+        kept = n - crop_lo - crop_hi
+        return [_place(_pad_grad(c.dy, kept, max(lo, 0), max(hi, 0), mode), crop_lo, n)]
+    # the others pad by the positive counts, then crop: the crop's gradient pads dy with zeros
+    dy = shapes.pad_axis(c.dy, 1, crop_lo, crop_hi)
+    return [_pad_grad(dy, n, max(lo, 0), max(hi, 0), mode)]
+
+
+def _pad_grad(dy, n: int, lo: int, hi: int, mode: str):
+    """The gradient of padding an axis of ``n`` by ``lo, hi >= 0``."""
     dx = dy[:, lo:lo + n]
     if mode == "constant" or (lo == 0 and hi == 0):
-        return [dx]
+        return dx
     left, right = dy[:, :max(lo, 1)], dy[:, lo + n:] if hi else None
     parts = []
     if mode == "replicate":
@@ -71,7 +83,7 @@ def _pad(c):
             parts.append(_place(right, 0, n))
     for p in parts:
         dx = dx + p
-    return [dx]
+    return dx
 
 
 @rule("tile")
