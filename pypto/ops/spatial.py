@@ -5,8 +5,11 @@ group_norm, instance_norm, adaptive_avg_pool2d and global_avg_pool2d (resampling
 - ``group_norm(x, num_groups, weight=None, bias=None, eps=1e-5)``: x [N, C, *] normalized over
   each group of C / num_groups channels and all spatial positions (biased variance, two passes in
   float64), then ``* weight[c] + bias[c]``. Kernel x [N, G, CG, S].
-- ``instance_norm(x, weight=None, bias=None, eps=1e-5)``: each (n, c) plane normalized on its
-  own statistics (``use_input_stats=True``; running statistics are not used). Kernel [N, C, S].
+- ``instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None,
+  use_input_stats=True, momentum=0.1, eps=1e-5)``: each (n, c) plane normalized on its own
+  statistics (the running ones are not updated). Kernel [N, C, S]. With
+  ``use_input_stats=False``, channel c is normalized with ``running_mean[c]`` and
+  ``running_var[c]`` instead: ``batch_norm``'s inference form, run as it.
 - ``adaptive_avg_pool2d(x, output_size)``: bin i of n_out covers input rows
   ``[floor(i * n / n_out), ceil((i + 1) * n / n_out))``, like torch; ``global_avg_pool2d(x)`` is
   the mean of each plane, shape [N, C, 1, 1].
@@ -24,6 +27,7 @@ from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit64
 from ._op import Param, op
+from . import norm as _norm
 from .layout import _int
 from .nn import _pair
 from .reduce import _float_sum
@@ -120,15 +124,35 @@ def _in_ref(x, weight=None, bias=None, eps=1e-5):
 
 def _in_frontend(x, running_mean=None, running_var=None, weight=None, bias=None,
                  use_input_stats=True, momentum=0.1, eps=1e-5):
-    """``F.instance_norm`` with the input's own statistics per (sample, channel)."""
+    """``F.instance_norm``: with ``use_input_stats=True`` (the default) each (sample, channel)
+    plane is normalized on its own statistics (``running_mean``/``running_var`` are neither
+    read nor updated); with ``use_input_stats=False`` every plane of channel c is normalized
+    with ``running_mean[c]`` and ``running_var[c]`` (both required, [C]), which is
+    ``batch_norm``'s inference form and runs as it.
+
+    Example:
+        >>> import numpy as np, pypto
+        >>> x = np.arange(8.0).reshape(1, 2, 4)
+        >>> pypto.ops.instance_norm(x, np.array([0.0, 4.0]), np.array([1.0, 4.0]),
+        ...                         use_input_stats=False, eps=0.0)[0, 1].tolist()
+        [0.0, 0.5, 1.0, 1.5]
+    """
     name = "instance_norm"
-    if not use_input_stats:
-        raise ParamError("instance_norm: use_input_stats=False (running statistics) is not "
-                         "supported; use batch_norm with the running statistics instead")
     x = as_array(x, name, "x")
     if x.ndim < 3:
         raise ShapeError(f"instance_norm: x must be [N, C, *spatial], got shape {x.shape}")
     n, c = x.shape[:2]
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ParamError("instance_norm: use_input_stats=False normalizes with running_mean "
+                             "and running_var: give both (or use_input_stats=True)")
+        stats = [as_array(a, name, arg) for a, arg in ((running_mean, "running_mean"),
+                                                       (running_var, "running_var"))]
+        for a, arg in zip(stats, ("running_mean", "running_var")):
+            if tuple(a.shape) != (c,):
+                raise ShapeError(f"{name}: '{arg}' must have shape ({c},) (one per channel), "
+                                 f"got {tuple(a.shape)}")
+        return _norm.batch_norm(x, stats[0], stats[1], weight, bias, eps=eps)
     w, b = _affine(name, c, x.dtype, weight, bias)
     return instance_norm.kernel(x.reshape(n, c, math.prod(x.shape[2:])), w, b,
                                 eps=eps).reshape(x.shape)
@@ -137,7 +161,8 @@ def _in_frontend(x, running_mean=None, running_var=None, weight=None, bias=None,
 @op(category="nn", inputs={"x": "N C S", "weight": "C", "bias": "C"}, output="N C S",
     dtypes=_FLOATS, params=[_EPS],
     reference=lambda x, running_mean=None, running_var=None, weight=None, bias=None,
-    use_input_stats=True, momentum=0.1, eps=1e-5: _in_ref(x, weight, bias, eps),
+    use_input_stats=True, momentum=0.1, eps=1e-5: _in_ref(x, weight, bias, eps)
+    if use_input_stats else _norm._batch_norm_ref(x, running_mean, running_var, weight, bias, eps),
     kernel_reference=lambda x, weight, bias, eps=1e-5: _in_ref(x, weight, bias, eps),
     frontend=_in_frontend, example={"N": 2, "C": 8, "S": 100})
 def instance_norm(x, weight, bias, *, eps, dims):

@@ -68,7 +68,8 @@ _CROPS = [(-1, 2), (-1, -1), (-2, 1, 1, -1), (2, -1, -1, 0), (-3, 2), (2, -3), (
 def test_pad_negative_crops_like_torch(mode):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 4, 5))
-    for pad in _CROPS + ([(3, -4), (-5, 1), (-7, 4), (3, -7)] if mode in ("reflect", "replicate") else []):
+    more = [(3, -4), (-5, 1), (-7, 4), (3, -7)] if mode in ("reflect", "replicate") else []
+    for pad in _CROPS + more:
         pad = pad + (0,) * (4 - len(pad)) if mode != "constant" else pad
         want = F.pad(torch.from_numpy(x), pad, mode=mode).numpy()
         _same(o.pad(x, pad, mode=mode, value=0.0), want)
@@ -90,3 +91,44 @@ def test_pad_crop_to_empty_and_refusals():
         o.pad(x[None], (-1, 5), mode="reflect")
     with pytest.raises(ParamError, match="what the crops leave"):
         o.pad(x[None], (-3, 3), mode="circular")  # torch: an aliasing error or stale memory
+
+
+# -- 4. instance_norm with running statistics (use_input_stats=False) ----------------------------
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_running_stats_like_torch(affine):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5))
+    rm, rv = rng.standard_normal(3), rng.uniform(0.5, 2.0, 3)
+    w, b = (rng.standard_normal(3), rng.standard_normal(3)) if affine else (None, None)
+    tt = [None if a is None else torch.from_numpy(a) for a in (x, rm, rv, w, b)]
+    want = F.instance_norm(*tt[:3], tt[3], tt[4], use_input_stats=False, eps=1e-3).numpy()
+    got = o.instance_norm(x, rm, rv, w, b, use_input_stats=False, eps=1e-3)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    jitted = pypto.jit(lambda a: o.instance_norm(a, rm, rv, w, b, use_input_stats=False,
+                                                 eps=1e-3) * 1.0)(x)
+    np.testing.assert_allclose(jitted, want, rtol=1e-12, atol=1e-12)
+    x32 = x.astype(np.float32)
+    np.testing.assert_allclose(
+        o.instance_norm(x32, rm.astype(np.float32), rv.astype(np.float32), use_input_stats=False),
+        F.instance_norm(torch.from_numpy(x32), torch.from_numpy(rm).float(),
+                        torch.from_numpy(rv).float(), use_input_stats=False).numpy(),
+        rtol=1e-5, atol=1e-6)
+    if affine:      # torch refuses a gradient for the running statistics (buffers)
+        _grad_vs_torch(lambda a, ww, bb: o.instance_norm(a, rm, rv, ww, bb,
+                                                         use_input_stats=False, eps=1e-3),
+                       lambda a, ww, bb: F.instance_norm(a, tt[1], tt[2], ww, bb,
+                                                         use_input_stats=False, eps=1e-3),
+                       x, w, b)
+    else:
+        _grad_vs_torch(lambda a: o.instance_norm(a, rm, rv, use_input_stats=False, eps=1e-3),
+                       lambda a: F.instance_norm(a, tt[1], tt[2], use_input_stats=False,
+                                                 eps=1e-3), x)
+
+
+def test_instance_norm_running_stats_required():
+    x = np.ones((2, 3, 4))
+    with pytest.raises(ParamError, match="running_mean and running_var"):
+        o.instance_norm(x, np.zeros(3), None, use_input_stats=False)   # torch: RuntimeError
+    with pytest.raises(pypto.errors.ShapeError, match="running_mean"):
+        o.instance_norm(x, np.zeros(2), np.ones(2), use_input_stats=False)
