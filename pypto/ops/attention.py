@@ -14,7 +14,7 @@ import math
 import halide as hl
 import numpy as np
 
-from ..errors import DtypeError, ShapeError
+from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit
 from ._op import Param, op
@@ -60,7 +60,9 @@ def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, leng
     """Attention over arrays [..., S, D], [..., L, D], [..., L, E] whose leading dims broadcast.
 
     ``attn_mask`` (bool: True attends; or float: added to the scaled scores) broadcasts to
-    [..., S, L] as in torch; ``is_causal`` lets query s attend keys l <= s; ``lengths`` [B] (and
+    [..., S, L] as in torch; ``is_causal`` lets query s attend keys l <= s (give one of
+    ``attn_mask`` and ``is_causal``, as torch requires: for both, fold the causal mask into
+    ``attn_mask``, e.g. ``attn_mask & np.tril(np.ones((S, L), bool))``); ``lengths`` [B] (and
     ``kv_lengths`` [B], default ``lengths``) give each batch entry's valid queries and keys
     (inputs [B, H, S, D] or [B, S, D]): padded keys are not attended, padded query rows are 0.
     A query row that may attend no key gives 0 (torch gives NaN there).
@@ -74,6 +76,11 @@ def _sdpa_frontend(q, k, v, scale=None, *, attn_mask=None, is_causal=False, leng
             raise ShapeError(f"{name}: argument '{arg}' must have at least 2 dimensions "
                              f"[..., {dims}], got shape {x.shape}")
     kw = {} if scale is None else {"scale": scale}
+    if attn_mask is not None and is_causal:
+        raise ParamError(f"{name}: give attn_mask or is_causal=True, not both (torch refuses the "
+                         f"pair); to apply both, fold the causal mask into attn_mask: a bool mask "
+                         f"& np.tril(np.ones((S, L), bool)), or a float mask + np.where(np.tril("
+                         f"np.ones((S, L), bool)), 0.0, -np.inf)")
     if attn_mask is not None or is_causal or lengths is not None or kv_lengths is not None:
         return _masked_frontend(q, k, v, attn_mask, bool(is_causal), lengths, kv_lengths, kw)
     if q.ndim == k.ndim == v.ndim == 4 and q.shape[:2] == k.shape[:2] == v.shape[:2]:

@@ -132,3 +132,27 @@ def test_instance_norm_running_stats_required():
         o.instance_norm(x, np.zeros(3), None, use_input_stats=False)   # torch: RuntimeError
     with pytest.raises(pypto.errors.ShapeError, match="running_mean"):
         o.instance_norm(x, np.zeros(2), np.ones(2), use_input_stats=False)
+
+
+# -- 5. scaled_dot_product_attention: attn_mask with is_causal=True is refused, as torch's --------
+
+def test_sdpa_mask_and_causal_refused_like_torch():
+    rng = np.random.default_rng(5)
+    q, k = rng.standard_normal((2, 1, 2, 3, 4))
+    v = rng.standard_normal((1, 2, 3, 5))
+    mask = np.array([[True, False, True], [True, True, False], [False, True, True]])
+    with pytest.raises(RuntimeError, match="attn_mask should not be set when is_causal"):
+        F.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)),
+                                       attn_mask=torch.from_numpy(mask), is_causal=True)
+    for m in (mask, np.zeros((3, 3))):
+        with pytest.raises(ParamError, match="attn_mask or is_causal=True, not both"):
+            o.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True)
+        with pytest.raises(ParamError, match="not both"):
+            pypto.jit(lambda a, b, c: o.scaled_dot_product_attention(
+                a, b, c, attn_mask=m, is_causal=True))(q, k, v)
+    # the fold the message suggests is torch's attention under both masks
+    folded = mask & np.tril(np.ones((3, 3), bool))
+    want = F.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)),
+                                          attn_mask=torch.from_numpy(folded)).numpy()
+    np.testing.assert_allclose(o.scaled_dot_product_attention(q, k, v, attn_mask=folded), want,
+                               rtol=1e-12, atol=1e-12)
