@@ -156,3 +156,28 @@ def test_sdpa_mask_and_causal_refused_like_torch():
                                           attn_mask=torch.from_numpy(folded)).numpy()
     np.testing.assert_allclose(o.scaled_dot_product_attention(q, k, v, attn_mask=folded), want,
                                rtol=1e-12, atol=1e-12)
+
+
+# -- 3. depthwise_conv2d with a channel multiplier (w [C * M, 1, KH, KW]) -------------------------
+
+@pytest.mark.xfail(strict=True, raises=pypto.errors.ShapeError,
+                   reason="depthwise_conv2d's frontend lives in pypto/ops/nn.py, outside this "
+                          "change: its routing of M > 1 to conv2d(groups=C) is a patch to apply "
+                          "there (then drop this marker)")
+def test_depthwise_channel_multiplier_like_torch():
+    rng = np.random.default_rng(3)
+    for n, c, m, hw, k, s, p in [(2, 3, 2, (7, 8), (3, 3), 1, 1), (1, 2, 4, (6, 5), (2, 3),
+                                                                  (1, 2), (1, 0))]:
+        x = rng.standard_normal((n, c) + hw)
+        w = rng.standard_normal((c * m, 1) + k)
+        want = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=s, padding=p,
+                        groups=c).numpy()
+        np.testing.assert_allclose(o.depthwise_conv2d(x, w, stride=s, padding=p), want,
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(o.depthwise_conv2d(x[0], w, stride=s, padding=p), want[0],
+                                   rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            pypto.jit(lambda a, b: o.depthwise_conv2d(a, b, stride=s, padding=p) * 1.0)(x, w),
+            want, rtol=1e-12, atol=1e-12)
+        _grad_vs_torch(lambda a, b: o.depthwise_conv2d(a, b, stride=s, padding=p),
+                       lambda a, b: F.conv2d(a, b, stride=s, padding=p, groups=c), x, w)
