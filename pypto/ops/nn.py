@@ -260,6 +260,8 @@ def _depthwise_reference(x, w, stride=1, padding=0):
         x = x[np.newaxis]
     (sh, sw), (ph, pw) = _pair(stride, "depthwise_conv2d", "stride", 1), _pair(
         padding, "depthwise_conv2d", "padding", 0)
+    if w.shape[0] != x.shape[1]:         # a channel multiplier: output c * M + m reads channel c
+        x = np.repeat(x, w.shape[0] // x.shape[1], axis=1)
     n, c, h, wd = x.shape
     kh, kw = w.shape[2:]
     oh, ow = out_size(h, kh, sh, ph), out_size(wd, kw, sw, pw)
@@ -283,12 +285,20 @@ def _depthwise_validate(dims, p):
 
 
 def _depthwise_frontend(x, w, stride=1, padding=0):
-    """Depthwise 2-D convolution: channel c of NCHW ``x`` with w[c, 0] (conv2d with groups=C)."""
+    """Depthwise 2-D convolution: channel c of NCHW ``x`` with w[c, 0] (conv2d with groups=C).
+
+    A channel multiplier M, ``w`` [C * M, 1, KH, KW] (torch's conv2d with groups=C and
+    out_channels=C * M), gives output channels c * M + m = channel c with w[c * M + m, 0]; it runs
+    as ``conv2d(..., groups=C)`` (the depthwise kernel is the M = 1 case)."""
     name = "depthwise_conv2d"
     x, unbatched = _image(x, name)
     w = as_array(w, name, "w")
     sh, sw = _pair(stride, name, "stride", 1)
     ph, pw = _pair(padding, name, "padding", 0)
+    c = x.shape[1]
+    if w.ndim == 4 and w.shape[1] == 1 and w.shape[0] != c and c and w.shape[0] % c == 0:
+        out = conv2d(x, w, stride=(sh, sw), padding=(ph, pw), groups=c)
+        return out[0] if unbatched else out
     out = depthwise_conv2d.kernel(x, w, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw)
     return out[0] if unbatched else out
 

@@ -15,9 +15,8 @@ other test that compares with torch) found two kinds of gap, filled here:
    ``mode="nearest"``, instance_norm's affine form (running statistics passed but unused), the
    ``eps`` of the distances, and non-contiguous (transposed, strided, reversed) inputs.
 
-Settings torch computes and PyPTO refuses with a ParamError (vector_norm with ord < 0) are
-asserted as refusals at the end (threshold at -inf and instance_norm with use_input_stats=False,
-refused once, are computed now and checked there against torch);
+Settings PyPTO once refused and torch computes (vector_norm with ord < 0, threshold at -inf,
+instance_norm with use_input_stats=False) are checked against torch at the end;
 roi_align's adaptive sampling_ratio=-1 (torchvision's default, and PyPTO's) is checked there
 too.
 
@@ -923,15 +922,12 @@ for dt in FLOATS:
          lambda a=u((4, 4), dt): torch.einsum("ii->", T(a)))
 
 
-def test_what_torch_accepts_and_pypto_refuses():
-    """Settings torch computes and PyPTO refuses with a ParamError naming the limit (none
-    returns a wrong value; each is listed in the audit as not supported)."""
-    from pypto.errors import ParamError
-
+def test_what_pypto_once_refused_and_torch_computes():
+    """Settings PyPTO refused with a ParamError until stop 41 and now computes as torch does
+    (tests/ops/test_torch_parity41.py and test_vector_norm_negative_ord.py have more)."""
     x = u((3, 4), "float64")
-    with pytest.raises(ParamError, match="ord"):
-        P.vector_norm(x, -1.0)              # torch: (sum |x|**-1)**-1
-    # computed now (tests/ops/test_torch_parity41.py has more):
+    np.testing.assert_allclose(P.vector_norm(x, -1.0, 1),
+                               torch.linalg.vector_norm(T(x), -1.0, 1).numpy(), rtol=1e-12)
     np.testing.assert_array_equal(P.threshold(x, -math.inf, 7.0),
                                   torch.nn.functional.threshold(T(x), -math.inf, 7.0).numpy())
     np.testing.assert_allclose(

@@ -160,10 +160,6 @@ def test_sdpa_mask_and_causal_refused_like_torch():
 
 # -- 3. depthwise_conv2d with a channel multiplier (w [C * M, 1, KH, KW]) -------------------------
 
-@pytest.mark.xfail(strict=True, raises=pypto.errors.ShapeError,
-                   reason="depthwise_conv2d's frontend lives in pypto/ops/nn.py, outside this "
-                          "change: its routing of M > 1 to conv2d(groups=C) is a patch to apply "
-                          "there (then drop this marker)")
 def test_depthwise_channel_multiplier_like_torch():
     rng = np.random.default_rng(3)
     for n, c, m, hw, k, s, p in [(2, 3, 2, (7, 8), (3, 3), 1, 1), (1, 2, 4, (6, 5), (2, 3),
