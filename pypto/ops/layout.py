@@ -99,7 +99,7 @@ def _along(the_op, x, axis: int, size: int, **params):
 
 def _inputs(name: str, arrays, arg: str = "arrays"):
     """A non-empty sequence of arrays of one dtype (Tensors if any is one)."""
-    if isinstance(arrays, np.ndarray) and arrays.ndim >= 1:
+    if (isinstance(arrays, np.ndarray) or traced([arrays])) and arrays.ndim >= 1:
         arrays = list(arrays)           # like NumPy: an array is a sequence of its sub-arrays
     if not isinstance(arrays, (list, tuple)) or not arrays:
         raise ParamError(f"{name}: '{arg}' must be a non-empty list or tuple of arrays")

@@ -285,3 +285,12 @@ def test_public_call_runs_traced(name):
     for g, w in zip(got if isinstance(got, tuple) else (got,),
                     want if isinstance(want, tuple) else (want,)):
         assert_same(g, w)
+
+
+def test_an_array_is_a_sequence_of_its_sub_arrays_in_programs_too():
+    # NumPy (and the eager call) read concat(a) as concat(list(a)); a program refused it
+    c = rand((2, 3, 5))
+    for fn in (lambda a: P.concat(a, axis=1), lambda a: P.stack(a, axis=-1),
+               lambda a: P.concat(a[1:], axis=0)):
+        np.testing.assert_array_equal(pypto.jit(fn)(c), fn(c))
+    np.testing.assert_array_equal(P.concat(c, axis=1), np.concatenate(c, axis=1))
