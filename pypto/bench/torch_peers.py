@@ -411,7 +411,8 @@ def _image() -> dict[str, Callable]:
         "integral_image": _lift(lambda x, p: x.cumsum(1).cumsum(2)),
         "box_convert": _prepared(box_convert),
         "box_iou": _prepared(box_iou),
-        "roi_align": _prepared(lambda x, boxes, p: lambda: roi_align_torch(x, boxes, **p)),
+        "roi_align": _prepared(lambda x, boxes, p: lambda: roi_align_torch(x, boxes, **{
+            k: v for k, v in p.items() if k != "max_grid"})),     # the kernel's adaptive bound
         "cdist": _lift(lambda a, b, p: torch.cdist(a, b, p["p"], compute_mode="donot_use_mm_for_euclid_dist")),
         "cosine_similarity": _lift(lambda a, b, p: F.cosine_similarity(a, b, 1, p["eps"])),
         "pairwise_distance": _lift(lambda a, b, p: F.pairwise_distance(a, b, p["p"], p["eps"])),
