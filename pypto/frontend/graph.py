@@ -118,11 +118,7 @@ class Graph:
         for i, views, check, where in self.checks:
             a = np.asarray(arrays[i]).reshape(self.source_shape(i))
             for n in views:
-                if n.kind == "cast":
-                    with np.errstate(all="ignore"):
-                        a = a.astype(n.outs[0][1])
-                else:
-                    a = _np_view(a, n.aux, n.outs[0][0])
+                a = _np_step(n, a)
             try:
                 check(a)
             except PyptoError as e:
@@ -189,11 +185,8 @@ class Graph:
                 res = list(res) if isinstance(res, (tuple, list)) else [res]
                 for k, (r, (shape, dt)) in enumerate(zip(res, n.outs)):
                     env[("n", idx, k)] = np.asarray(r).astype(dt, copy=False).reshape(shape)
-            elif n.kind == "cast":
-                with np.errstate(all="ignore"):
-                    env[("n", idx, 0)] = ins[0].astype(n.outs[0][1])
             else:
-                env[("n", idx, 0)] = _np_view(ins[0], n.aux, n.outs[0][0])
+                env[("n", idx, 0)] = _np_step(n, ins[0])
         return [env[self.ref(o)] for o in self.outputs]
 
 
@@ -205,6 +198,14 @@ def _same(a, b) -> bool:
         return (isinstance(a, SymInt) and isinstance(b, SymInt)
                 and (a.expr is b.expr or str(a.expr) == str(b.expr)))
     return int(a) == int(b)
+
+
+def _np_step(n: Node, a: np.ndarray) -> np.ndarray:
+    """A view or cast node applied to the array of its input."""
+    if n.kind == "cast":
+        with np.errstate(all="ignore"):
+            return a.astype(n.outs[0][1])
+    return _np_view(a, n.aux, n.outs[0][0])
 
 
 def _np_view(a: np.ndarray, aux: tuple, shape) -> np.ndarray:
