@@ -36,26 +36,26 @@ def _mean(c):
     return [_spread(c.dy * (1.0 / c.dims["R"]), c.dims["R"])]
 
 
-def _extreme(c):
+def _extreme(c, nan_row_nan: bool = False):
+    """``dy`` split evenly among each row's tied extremes. ``max``/``min`` are PyTorch's
+    ``amax``/``amin`` (``scale_grad_by_count``): ``dy / count`` times the mask, a product, so a
+    row holding NaN (its extreme NaN, which no element equals) gets ``dy / 0 * 0``, NaN on the
+    whole row, as torch's amax and TensorFlow's reduce_max give (it was 0). torch's ``max()``
+    without a dim and ``max(dim)`` pass it to the NaNs instead (split, or the first one);
+    PyPTO's ``max`` is ``amax``: ties split, an axis tuple, ``keepdims``. ``nanmax``/``nanmin``
+    select instead: NaNs get nothing, and a row of NaNs passes 0."""
     x = c.inputs[0]
     r = c.dims["R"]
     hit = x == _spread(c.y, r)
-    count = hit.astype(x.dtype).sum(axis=1)
-    return [ops.where(hit, _spread(c.dy / count, r), 0.0)]
+    share = _spread(c.dy / hit.astype(x.dtype).sum(axis=1), r)
+    if nan_row_nan:
+        return [share * hit.astype(x.dtype)]
+    return [ops.where(hit, share, 0.0)]
 
 
 @rule("max", "min")
 def _max_min(c):
-    """PyTorch's ``amax``/``amin`` (``scale_grad_by_count``): ``dy / count`` times the mask of
-    the tied extremes, a product, not a select. A row holding NaN has the extreme NaN, which no
-    element equals: ``dy / 0`` times a mask of zeros is NaN on the whole row, as torch's amax
-    and TensorFlow's reduce_max give (it was 0). torch's ``max()`` without a dim and
-    ``max(dim)`` pass it to the NaNs instead (split, or the first one); PyPTO's ``max`` is
-    ``amax``: ties split, an axis tuple, ``keepdims``."""
-    x = c.inputs[0]
-    r = c.dims["R"]
-    hit = (x == _spread(c.y, r)).astype(x.dtype)
-    return [_spread(c.dy / hit.sum(axis=1), r) * hit]
+    return _extreme(c, nan_row_nan=True)
 
 
 def _others(x):
