@@ -458,7 +458,8 @@ class _Step:
         self.brk: tuple | None = None  # (value key, why, where)
         self.observed = None           # the break's value key; None: the next step follows as is
         self.children: dict = {}
-        self.result = None            # pytree of ("val", key) / ("arg", i) / ("py", value)
+        self.result = None            # pytree of ("val", key) / ("arg", i) / ("const", array)
+        #                               / ("np", NumPy array returned as is) / ("py", value)
         self.result_specs: list | None = None   # (shape, dtype) of each array of the result
         self.placement: tuple | None = None     # per array of the result: produced index or None
         #: On a tree's root: the arrays the function read besides its arguments (closed over,
@@ -944,7 +945,9 @@ class JitFunction:
             end = _Step(None, [], [])
             rec.steps.append(end)
         end.result = (res_struct, [self._result_ref(ctx, x, arg_nodes) for x in res_leaves])
-        end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in tensors_out]
+        # out= has one entry per array of the result: traced values and NumPy arrays alike.
+        end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in res_leaves
+                            if isinstance(x, (T.Tensor, np.ndarray))]
         rec.steps[0].consts = _find_consts(rec.steps, self.fn, _unflatten(struct, leaves)[0])
         rec.steps[0].scalars = _find_scalars(self.fn)
         self._link(key, rec.steps)
@@ -953,8 +956,8 @@ class JitFunction:
         out_leaves = []
         j = 0
         for x in res_leaves:
-            if isinstance(x, T.Tensor):
-                v = next(vals)
+            if isinstance(x, (T.Tensor, np.ndarray)):
+                v = next(vals) if isinstance(x, T.Tensor) else x
                 if outs is not None and outs[j] is not None:
                     np.copyto(outs[j], v)     # the first call computes, then copies in
                     v = outs[j]
@@ -1012,6 +1015,8 @@ class JitFunction:
             if x.node.id in arg_nodes:
                 return ("arg", arg_nodes[x.node.id])
             return ("const", x.node.value)
+        if isinstance(x, np.ndarray):
+            return ("np", x)        # a NumPy array the function returns as it is
         return ("py", x)
 
     def _link(self, key, steps: list[_Step]) -> None:
@@ -1070,7 +1075,7 @@ class JitFunction:
                     kind = ref[0]
                     v = (leaves[ref[1]] if kind == "arg" else
                          values[ref[1]] if kind == "val" else
-                         const(ref[1]) if kind == "const" else ref[1])
+                         const(ref[1]) if kind in ("const", "np") else ref[1])
                     if kind != "py":
                         if outs is not None and outs[j] is not None:
                             if not placed or step.placement[j] not in placed:
@@ -1102,7 +1107,7 @@ class JitFunction:
             for ref in step.result[1]:
                 if ref[0] == "py":
                     continue
-                p = None
+                p = None        # an argument, a constant or a NumPy result is copied in
                 if (ref[0] == "val" and step.segment is not None and ref[1] in step.produced
                         and ref[1] not in used):
                     p = step.produced.index(ref[1])
@@ -1256,7 +1261,8 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
     a layer's attribute to a new array takes effect, as an argument does. Arrays made inside
     the function, or reached only through other functions' code, stay what the trace saw."""
     refs = [r for st in steps for r in (*st.sources, *(st.result[1] if st.result else ()))]
-    wanted = {id(r[1]): r[1] for r in refs if r[0] == "const" and isinstance(r[1], np.ndarray)}
+    wanted = {id(r[1]): r[1] for r in refs
+              if r[0] in ("const", "np") and isinstance(r[1], np.ndarray)}
     if not wanted:
         return []
     # views the function made (w.T, w[0]) of arrays that own their memory: by that owner

@@ -108,6 +108,33 @@ def test_results_that_are_not_pipeline_outputs_are_copied_in():
         np.testing.assert_array_equal(outs[2], x * 2.0)
 
 
+TABLE = np.arange(3, dtype=np.float32)
+
+
+def test_a_numpy_array_returned_beside_a_traced_one_takes_its_out_entry():
+    """A NumPy array the function returns as it is counts as one of its arrays: out= has an
+    entry for it, filled on the tracing call and on replays; without out= it comes back as is."""
+    global TABLE
+
+    @pypto.jit
+    def f(x):
+        return o.exp(x), TABLE
+
+    x = arr(4)
+    for k in range(3):
+        outs = (np.full(4, np.nan, np.float32), np.full(3, np.nan, np.float32))
+        got = f(x, out=outs)
+        assert got[0] is outs[0] and got[1] is outs[1]
+        np.testing.assert_allclose(outs[0], np.exp(x), rtol=1e-6)
+        np.testing.assert_array_equal(outs[1], np.arange(3) + k)
+        assert f(x)[1] is TABLE
+        mine = np.empty(3, np.float32)
+        assert f(x, out=(None, mine))[1] is mine
+        TABLE = TABLE + 1          # rebinding the global is seen by the next call
+    with pytest.raises(pypto.ShapeError, match=r"out\[1\] has shape \(4,\); expected \(3,\)"):
+        f(x, out=(None, np.empty(4, np.float32)))
+
+
 def test_an_out_overlapping_an_argument_gets_the_right_values():
     @pypto.jit
     def rev(x):
