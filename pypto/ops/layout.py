@@ -359,12 +359,45 @@ def split(x, *, start, length, dims):
 # -- pad -----------------------------------------------------------------------------------------
 
 _MODES = ("constant", "reflect", "replicate", "circular")
+#: np.pad's names of the same modes.
+_NUMPY_MODES = {"edge": "replicate", "wrap": "circular"}
+
+
+def _numpy_pad_pairs(name, pad, ndim):
+    """np.pad's ``pad_width``: an int, ``(n,)``, ``((before, after),)`` for every axis, or one
+    ``(before, after)`` (or ``(n,)``) per axis from the first."""
+    def pair(p):
+        if isinstance(p, (list, tuple, np.ndarray)):
+            if len(p) not in (1, 2):
+                raise ParamError(f"{name}: each entry of NumPy's pad form is (before, after) or "
+                                 f"(n,); got {tuple(p)!r}")
+            vals = [_int(name, "pad", v) for v in p]
+            return (vals[0], vals[-1])
+        v = _int(name, "pad", p)
+        return (v, v)
+
+    rows = [pad] if not isinstance(pad, (list, tuple, np.ndarray)) else list(pad)
+    if len(rows) == 1:
+        rows = rows * ndim
+    elif len(rows) != ndim:
+        raise ParamError(f"{name}: NumPy's pad form needs one (before, after) pair per axis "
+                         f"(or a single pair for all), from the first axis; got {len(rows)} "
+                         f"for rank {ndim}")
+    return {a: pair(r) for a, r in enumerate(rows)}
 
 
 def _pad_pairs(name, pad, ndim):
+    nested = isinstance(pad, (list, tuple)) and any(
+        isinstance(p, (list, tuple, np.ndarray)) for p in pad)
+    if nested or isinstance(pad, (int, np.integer)) and not isinstance(pad, bool):
+        return _numpy_pad_pairs(name, pad, ndim)
+    if isinstance(pad, np.ndarray):     # an array of widths is NumPy's form
+        return _numpy_pad_pairs(name, pad.tolist() if pad.ndim == 2 else [pad.tolist()], ndim)
     if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > ndim:
-        raise ParamError(f"{name}: 'pad' must be a tuple of (before, after) pairs, last axis "
-                         f"first, at most {ndim} pairs for rank {ndim}; got {pad!r}")
+        raise ParamError(f"{name}: 'pad' must be a flat tuple of (before, after) pairs, last "
+                         f"axis first, at most {ndim} pairs for rank {ndim} (torch's form), or "
+                         f"NumPy's pad_width (an int, or ((before, after), ...) from the first "
+                         f"axis); got {pad!r}")
     vals = [_int(name, "pad", v) for v in pad]
     return {ndim - 1 - j: (vals[2 * j], vals[2 * j + 1]) for j in range(len(vals) // 2)}
 
@@ -387,6 +420,11 @@ def _pad_frontend(x, pad, mode="constant", value=0.0):
     without repeating the edge; each pad < the axis), ``"replicate"`` (edge repeated) or
     ``"circular"`` (wrap around; each pad <= the axis).
 
+    NumPy's ``pad_width`` form is accepted too: an int, or (before, after) pairs from the
+    first axis (``((1, 2), (0, 3))``; a single pair applies to every axis), and NumPy's mode
+    names ``"edge"`` and ``"wrap"``: ``pad(x, ((1, 1), (2, 0)), "edge")`` is
+    ``np.pad(x, ((1, 1), (2, 0)), "edge")``. (A flat tuple of ints is always torch's form.)
+
     A negative pad crops, as in torch: ``pad(x, (-1, 2))`` drops the first element of the last
     axis and adds two at its end. Element ``p`` of the result is element ``p - before`` of the
     axis extended by the mode (so reflect and replicate read the whole axis, and the crops may
@@ -402,8 +440,10 @@ def _pad_frontend(x, pad, mode="constant", value=0.0):
     """
     name = "pad"
     x = as_array(x, name, "x")
+    mode = _NUMPY_MODES.get(mode, mode) if isinstance(mode, str) else mode
     if mode not in _MODES:
-        raise ParamError(f"pad: 'mode' must be one of {list(_MODES)}, got {mode!r}")
+        raise ParamError(f"pad: 'mode' must be one of {list(_MODES)} (or NumPy's 'edge' and "
+                         f"'wrap'), got {mode!r}")
     pairs = _pad_pairs(name, pad, x.ndim)
     if x.ndim == 0:                 # pad == (): a copy (torch's, in constant mode)
         return _pad_frontend(x.reshape(1), (), mode, value).reshape(())
