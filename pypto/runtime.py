@@ -305,12 +305,40 @@ def overlaps(outs: Sequence[Any], arrays: Sequence[Any]) -> bool:
     """Whether an output may share memory with an input (by address bounds, so interleaved views
     count too). Kernels read and write in vectors and tiles, and a vector tail shifted inwards
     re-reads elements already written: a call writing over its own input computes into new
-    outputs and copies them in, as NumPy does where its loops could not run in place."""
+    outputs and copies them in, as NumPy does where its loops could not run in place.
+
+    ``arrays`` are a call's arguments as the caller gave them: besides arrays (subclasses
+    included), the arrays inside a list or tuple (``concat([a, b], out=...)``) and objects read
+    through the array protocols (a CPU torch tensor, which ``as_array`` reads in place) count."""
     for o in outs:
-        if type(o) is np.ndarray:
+        if isinstance(o, np.ndarray):
             for a in arrays:
-                if type(a) is np.ndarray and np.may_share_memory(o, a):
+                if type(a) is np.ndarray:       # the usual argument: checked without a call
+                    if np.may_share_memory(o, a):
+                        return True
+                elif a is not None and _shares(o, a, 0):
                     return True
+    return False
+
+
+_SCALARS = (int, float, complex, bool, str, bytes, np.generic)
+
+
+def _shares(o: np.ndarray, a: Any, depth: int) -> bool:
+    """Whether argument ``a`` (any object an op accepts) may share memory with ``o``."""
+    if isinstance(a, np.ndarray):
+        return np.may_share_memory(o, a)
+    if isinstance(a, _SCALARS) or a is None:
+        return False
+    if isinstance(a, (list, tuple)):
+        # The arrays of a sequence argument; a nested list of numbers holds no memory of its own.
+        return depth < 8 and any(_shares(o, x, depth + 1) for x in a)
+    if any(hasattr(a, p) for p in ("__array_interface__", "__array_struct__", "__array__")):
+        try:
+            view = np.asarray(a)    # a CPU torch tensor: a view of its memory, not a copy
+        except Exception:           # refused (a tensor that requires grad): as_array says why
+            return False
+        return np.may_share_memory(o, view)
     return False
 
 
