@@ -203,33 +203,12 @@ def test_an_eager_first_call_while_another_thread_lowers_a_program():
     np.testing.assert_array_equal(box["prog"], x * 2 + 1.0)
 
 
-# -- the recompile limit: grad after it, and threads tracing one signature each ----------------------
-# pypto.grad's program is a JitFunction with the default recompile_limit (8). Past it, a jitted
-# function runs "op by op", which for a gradient program means calling its body on NumPy arrays:
-# _traced refuses them, so the 9th distinct shape of a grad call raised
-# "NotDifferentiableError: grad(loss): argument #0 is ndarray, not an array" (one thread is
-# enough). The fix belongs in autodiff/api.py (_program: a gradient program cannot run op by op,
-# so give it no limit, or keep tracing past it with the warning only).
-
-def _relu_loss(w, x):
-    return P.sum(P.relu(x @ w) ** 2)
-
-
-@pytest.mark.xfail(strict=True, reason="autodiff/api.py: past the recompile limit the gradient "
-                   "program runs its body on NumPy arrays and raises NotDifferentiableError")
-def test_grad_keeps_working_past_the_recompile_limit():
-    g = pypto.grad(_relu_loss)
-    w = _rand(0, 5, 3)
-    for m in range(1, 11):
-        x = _rand(m, m, 5)
-        want = 2 * x.T @ np.maximum(x @ w, 0)
-        np.testing.assert_allclose(g(w, x), want, rtol=1e-4, atol=1e-4)
-
-
+# -- threads tracing one signature each ------------------------------------------------------------
 # Threads that make the first call of one signature at once each trace it (JitFunction checks
 # its cache, then traces without holding anything for that signature): N threads count N traces
 # toward the recompile limit, so 4 threads reach the limit of 8 after two new shapes, warn, and
-# then run every later shape op by op (and, with the defect above, a gradient then raises). The
+# then run every later shape op by op (a gradient program, before its limit was lifted in
+# autodiff/api.py, then raised NotDifferentiableError 'argument #0 is ndarray'). The
 # fix belongs in frontend/jit.py: one trace per signature at a time (a per-key lock or event in
 # JitFunction.__call__, the others waiting for it and replaying).
 
