@@ -91,6 +91,8 @@ class Graph:
         finally:
             sys.setrecursionlimit(old)
         self.src_index = {(n.id, k): i for i, (n, k) in enumerate(self.sources)}
+        #: checks on values this graph computes and reads: (node, k) of each such value (seen
+        #: through views and casts); a program computes them in a pipeline of their own first
         self.checks = self._value_checks(checked.values())
         self.index: dict[int, int] = {}
         self._dedupe()
@@ -102,6 +104,7 @@ class Graph:
         on the source's array, so a program checks the indices it is given as an eager call
         does. A value computed inside the pipeline is not checked (its kernel clamps)."""
         out = []
+        self.computed_checks: list[tuple[Node, int]] = []
         for node in nodes:
             for k, check, where in node.checks:
                 views, n, j = [], node, k
@@ -110,7 +113,21 @@ class Graph:
                     n, j = n.inputs[0].node, n.inputs[0].index
                 if (n.id, j) in self.src_index:
                     out.append((self.src_index[(n.id, j)], views[::-1], check, where))
+                elif self._read_inside(node, k):
+                    self.computed_checks.append((n, j))
         return out
+
+    def _read_inside(self, node: Node, k: int) -> bool:
+        """Whether an op of this graph reads value ``k`` of ``node``, directly or through views
+        and casts of it."""
+        seen = {(node.id, k)}
+        for n in self.nodes:
+            hit = any((t.node.id, t.index) in seen for t in n.inputs)
+            if hit and n.kind in ("view", "cast"):
+                seen.add((n.id, 0))
+            elif hit:
+                return True
+        return False
 
     def check_values(self, arrays: Sequence[np.ndarray]) -> None:
         """Runs the value checks on the sources' arrays; raises the first failing check's error,

@@ -482,6 +482,9 @@ class _Recorder:
         self.added = False
         self.values: dict[tuple, np.ndarray] = {}
         self.pending_break = None
+        #: Cut before a pipeline that reads a checked value it computes (off under @fuse: one
+        #: pipeline, whose kernels clamp such indices).
+        self.check_computed = True
 
     def source_ref(self, ctx, node, k):
         if (node.id, k) in ctx.materialized:
@@ -508,6 +511,13 @@ class _Recorder:
             self.run_segment(ctx, pending, budget, whole_joins)
             return [self._value_of(ctx, t) for t in wanted]
         graph = Graph(wanted, ctx.materialized)
+        if graph.computed_checks and self.check_computed:
+            # Indices the program computes and then reads (a gather of an argmax plus an
+            # offset) are checked as a program's arguments are: a pipeline computes them
+            # first, and the next checks them before it reads them (fused, the kernel clamps).
+            first = {(n.id, j): T.Tensor(n, j) for n, j in graph.computed_checks}
+            self.run_segment(ctx, list(first.values()), budget, whole_joins)
+            return self.run_segment(ctx, wanted, budget, whole_joins)
         inner = _join_inner(graph) if whole_joins else {}
         ops = [n for n in graph.nodes if n.kind == "op" and n.id not in inner]
         if len(ops) > budget:
@@ -909,6 +919,7 @@ class JitFunction:
         token = T.activate(ctx)
         arg_nodes: dict[int, int] = {}
         rec = _Recorder(self.name, self.seg_name, arg_nodes)
+        rec.check_computed = not self.fuse
         ctx.on_break = rec.on_break
         try:
             tensors = []

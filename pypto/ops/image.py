@@ -17,6 +17,7 @@ from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit, lit64
 from ._op import Param, op
+from .indexing import trusted
 
 _FLOATS = ["float32", "float64"]
 
@@ -391,7 +392,7 @@ def _check_batch_index(name: str, x, boxes) -> None:
     n = x.shape[0]
     if not isinstance(boxes, np.ndarray):
         require = getattr(boxes, "require_values", None)
-        if require is not None:
+        if require is not None and not trusted():
             require(lambda b: _batch_indices(name, b, n))
         return
     _batch_indices(name, boxes, n)

@@ -9,9 +9,12 @@ max_len)`` is TensorFlow's. Indices are int32 or int64 arrays.
 Out-of-range indices are a ``ParamError`` naming the argument, the position, the value and the
 valid range, in traced programs too: there the indices a program is given (an argument, a weight,
 or a view of one) are checked on every call before its pipeline runs, with the eager call's
-message and the line that traced the op. Indices the program computes itself are not known
-before the pipeline runs: the kernels clamp them into range (they never read or write outside
-an array). ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
+message and the line that traced the op. Indices the program computes itself (an argmax plus
+an offset) are computed by a pipeline of their own, then checked the same way before the
+pipeline that reads them. Under ``@pypto.fuse`` (one pipeline), in a composite op's single
+pipeline, and for the indices the library's own gradient rules compute
+(:func:`trusted_indices`), the kernels clamp indices into range instead (they never read or
+write outside an array). ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
 the PyTorch-named ops refuse them, as PyTorch does.
 
 Kernel forms: ops along one axis see [O, A, I] (see ``layout``): ``take_along_axis`` and
@@ -20,7 +23,9 @@ Kernel forms: ops along one axis see [O, A, I] (see ``layout``): ``take_along_ax
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import halide as hl
 import numpy as np
@@ -48,13 +53,34 @@ def _checked(v, n, what: str, wrap: bool = False):
     return hl.clamp(hl.cast(hl.Int(32), v), 0, n - 1)
 
 
+_trust = threading.local()
+
+
+@contextlib.contextmanager
+def trusted_indices():
+    """Within it, traced index values get no per-call check (and so no pipeline of their own):
+    for indices the library computes in range by construction, or clamps on purpose (a gradient
+    rule's gathers of clipped coordinates, where a NaN coordinate is read as clamped)."""
+    before = getattr(_trust, "on", False)
+    _trust.on = True
+    try:
+        yield
+    finally:
+        _trust.on = before
+
+
+def trusted() -> bool:
+    return getattr(_trust, "on", False)
+
+
 def check_range(name: str, arg: str, idx, n: int, wrap: bool = False, skip=None) -> None:
     """ParamError naming the first index of ``idx`` outside [0, n) ([-n, n) when ``wrap``);
     ``skip`` is a value that is allowed anyway (ignore_index). A traced Tensor holds no values:
-    its indices are clamped into range by the kernel instead."""
+    a program checks its array on each call (``Tensor.require_values``), unless
+    :func:`trusted_indices` is on."""
     if not isinstance(idx, np.ndarray):
         require = getattr(idx, "require_values", None)    # a traced value: checked per call
-        if require is not None:
+        if require is not None and not trusted():
             require(lambda a: check_range(name, arg, a, n, wrap, skip))
         return
     if idx.size == 0:

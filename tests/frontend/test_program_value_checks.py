@@ -122,3 +122,64 @@ def test_the_torch_bridge_checks_its_indices():
     assert torch.equal(top(x, torch.tensor([3, 0])), x[[3, 0]] * 2)
     with pytest.raises(ParamError, match=r"index\[0\] = 4 is out of range"):
         top(x, torch.tensor([4, 0]))
+
+
+# -- indices the program computes itself -------------------------------------------------------
+
+def _shifted_argmax(x, off):
+    i = P.argmax(x, 1).astype(np.int64) + off       # computed: an argmax plus an offset
+    return P.index_select(x, 1, i) * 2.0
+
+
+def test_indices_a_program_computes_are_checked_before_they_are_read():
+    f = pypto.jit(_shifted_argmax)
+    cols = np.argmax(X, 1)                          # 5 in every row
+    for off, ok in [(0, True), (1, False), (-5, True), (-6, False), (0, True)]:
+        o = np.array(off)
+        if ok:
+            np.testing.assert_array_equal(f(X, o), X[:, cols + off] * 2.0)
+        else:
+            with pytest.raises(ParamError, match=rf"index\[0\] = {5 + off} is out of range; "
+                               r"valid indices are 0 to 5 \(traced at .*test_program_value"):
+                f(X, o)
+    assert f.stats.traces == 1                      # the checks ran on replays
+    # the indices are a pipeline of their own, checked before the one that reads them
+    assert f.explain(X, np.array(0)).count("segment: pipeline") == 2
+
+
+def test_computed_indices_seen_through_views_and_also_returned():
+    def fn(x, off):
+        i = (P.argmin(x, 0) + off).reshape(2, 3)    # [0]*6 plus off, as a 2x3 block
+        return P.gather(x, 0, i.reshape(1, 6)), i
+    f = pypto.jit(fn)
+    got, i = f(X, np.array(3))
+    np.testing.assert_array_equal(got, X[[3]])
+    np.testing.assert_array_equal(i, np.full((2, 3), 3))
+    with pytest.raises(ParamError, match=r"index\[0, 0\] = 4 is out of range; valid indices "
+                       r"are 0 to 3"):
+        f(X, np.array(4))
+
+
+def test_computed_ids_of_an_embedding_and_a_gradient_through_them():
+    w = np.arange(12, dtype=np.float64).reshape(4, 3)
+    f = pypto.jit(lambda ids, w: P.embedding(ids * 2, w))
+    np.testing.assert_array_equal(f(np.array([1, 0]), w), w[[2, 0]])
+    with pytest.raises(ParamError, match=r"input\[0\] = 4 is out of range"):
+        f(np.array([2, 0]), w)
+    g = pypto.grad(lambda x, off: P.take_along_axis(
+        x, P.argmax(x, 1, keepdims=True) + off, 1).sum())
+    x = np.array([[1.0, 3.0, 2.0], [0.0, -1.0, 5.0]])
+    np.testing.assert_array_equal(g(x, np.array(-1)), [[1, 0, 0], [0, 1, 0]])
+    with pytest.raises(ParamError, match=r"indices\[1, 0\] = 3 is out of range"):
+        g(x, np.array(1))
+
+
+def test_under_fuse_and_trusted_indices_computed_indices_are_clamped():
+    # one pipeline by request: no pipeline of the indices' own, so the kernel clamps them
+    fused = pypto.fuse(_shifted_argmax)
+    np.testing.assert_array_equal(fused(X, np.array(1)), X[:, [5] * 4] * 2.0)
+    from pypto.ops.indexing import trusted_indices
+
+    f = pypto.jit(_shifted_argmax)
+    with trusted_indices():
+        np.testing.assert_array_equal(f(X, np.array(1)), X[:, [5] * 4] * 2.0)
