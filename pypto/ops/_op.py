@@ -377,9 +377,10 @@ class Op:
             want = "an array" if len(results) == 1 else f"a tuple of {len(results)} arrays"
             raise ParamError(f"{self.name}: out= must be {want} (one per output), got "
                              f"{len(outs)}")
+        results = [np.asarray(r) for r in results]
+        # Every entry is checked before any is written: a refused out= tuple is left as it was.
         for i, (o, r) in enumerate(zip(outs, results)):
             what = f"out[{i}]" if len(outs) > 1 else "out"
-            r = np.asarray(r)
             if r.shape != o.shape:
                 from ..errors import ShapeError
 
@@ -390,6 +391,7 @@ class Op:
 
                 raise DtypeError(f"{self.name}: {what} has dtype {o.dtype}; expected {r.dtype} "
                                  f"(the dtype of the result)")
+        for o, r in zip(outs, results):
             if r is o or (r.strides == o.strides and data_address(r) == data_address(o)):
                 _runtime.out_stats["in_place"] += 1
             else:

@@ -229,15 +229,18 @@ def test_out_of_range_indices_are_clear_errors(call, what):
         call()
 
 
-def test_traced_indices_given_are_checked_computed_ones_clamped():
+def test_traced_indices_given_and_computed_are_checked():
     w = rand((4, 3))
     f = pypto.jit(lambda i, w: P.embedding(i, w))
     with pytest.raises(ParamError, match=r"input\[0\] = 7 is out of range; valid indices are 0 "
                                          r"to 3 \(traced at .*test_layout.py"):
         f(np.array([7, -2, 1]), w)
-    # indices the program computes are not known before its pipeline runs: clamped into range
-    got = pypto.jit(lambda i, w: P.embedding(i * 3, w))(np.array([3, 1, 0]), w)
-    np.testing.assert_array_equal(got, w[[3, 3, 0]])
+    # indices the program computes are computed first, then checked the same way
+    g = pypto.jit(lambda i, w: P.embedding(i * 3, w))
+    np.testing.assert_array_equal(g(np.array([1, 0]), w), w[[3, 0]])
+    with pytest.raises(ParamError, match=r"input\[0\] = 9 is out of range; valid indices are 0 "
+                                         r"to 3 \(traced at .*test_layout.py"):
+        g(np.array([3, 1, 0]), w)
 
 
 def test_index_dtype_and_rank_errors():

@@ -148,13 +148,11 @@ def test_held_outputs_survive_other_threads_recycling_the_pool():
 
 
 # -- a refused out= tuple leaves the caller's arrays as they were ------------------------------------
-# Op._call_into (ops/_op.py) checks each entry of a tuple out= against the frontend's result and
-# copies it in one at a time: with a wrong second entry the call raises ShapeError after the
+# Op._call_into (ops/_op.py) checked each entry of a tuple out= against the frontend's result and
+# copied it in one at a time: with a wrong second entry the call raised ShapeError after the
 # first array was already overwritten (NumPy and pypto.jit check every entry before writing any).
-# The fix belongs in ops/_op.py: check every entry, then copy.
+# It now checks every entry, then copies.
 
-@pytest.mark.xfail(strict=True, reason="ops/_op.py _call_into writes out[0] before it checks "
-                   "out[1] of a tuple out=")
 @pytest.mark.parametrize("call", ["split", "topk"])
 def test_a_refused_out_tuple_writes_nothing(call):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
