@@ -51,6 +51,8 @@ _selected: _Selection = _Selection()  # (op, dtypes, params, dims, target) -> Ke
 # Schedules that could not be compiled, by the key they would have in _compiled, with the error:
 # a later database pick of the same schedule falls back at once, an explicit request raises again.
 _failed: dict[tuple, ScheduleError | CompileError] = {}
+#: Keys being compiled now, each with the lock its compiling thread holds (see _compiled_or_failed).
+_compiling: dict[tuple, threading.RLock] = {}
 
 
 def _params_key(params: Mapping[str, Any]) -> tuple:
@@ -188,6 +190,35 @@ def _compiled_or_failed(built: Built, schedule: Schedule, target, source: str, f
     for the schedule that failed.
     """
     ckey = (*base, schedule.hash, str(target))
+    k = _known(ckey, source)
+    if k is not None:
+        return k
+    # One compile per key: threads making the first call of one signature at once wait for the
+    # first one's kernel instead of each compiling it (N threads cost N compiles of the same
+    # code, on a 2-core machine several times the first call's latency).
+    with _lock:
+        gate = _compiling.setdefault(ckey, threading.RLock())
+    with gate:
+        k = _known(ckey, source)
+        if k is not None:
+            return k
+        try:
+            k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)
+        except (ScheduleError, CompileError) as e:
+            k = e
+            with _lock:
+                _failed[ckey] = type(e)(str(e))  # kept without its traceback (and its frames)
+        else:
+            with _lock:
+                _compiled[ckey] = k
+        finally:       # after the result is kept: a thread arriving now finds it
+            with _lock:
+                _compiling.pop(ckey, None)
+    return k
+
+
+def _known(ckey: tuple, source: str) -> Kernel | ScheduleError | CompileError | None:
+    """The kernel (or the error) compiled before under ``ckey``, as this call names it."""
     with _lock:
         k = _compiled.get(ckey) or _failed.get(ckey)
     if isinstance(k, Exception):
@@ -196,15 +227,7 @@ def _compiled_or_failed(built: Built, schedule: Schedule, target, source: str, f
         # The same schedule compiled for another call (e.g. exact for one shape, nearest here):
         # the code is the same, where it came from for this call is not.
         return k if k.source == source else dataclasses.replace(k, source=source)
-    try:
-        k = compile_built(built, schedule, target, source=source, fp=fp, persist=True)
-    except (ScheduleError, CompileError) as e:
-        with _lock:
-            _failed[ckey] = type(e)(str(e))  # kept without its traceback (and its frames)
-        return e
-    with _lock:
-        _compiled[ckey] = k
-    return k
+    return None
 
 
 def fallback_kernel(op, dtypes, params, dims, failed: Kernel) -> Kernel:

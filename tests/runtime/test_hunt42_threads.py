@@ -232,3 +232,44 @@ def test_threads_racing_one_new_signature_trace_it_once():
     for r in got:
         np.testing.assert_array_equal(r, np.asarray(f(x)))
     assert f.stats.traces == 1
+
+
+# -- one compile per kernel when threads make a signature's first call at once ---------------------
+# compiler/jit.py compiled a kernel whenever its key was not in the cache yet, so N threads making
+# the first call of one signature at once compiled it N times (the first call's latency several
+# times over on 2 cores); they now wait for the first one's kernel.
+
+@pypto.op(name="hunt42_scaled_square", category="user", inputs={"x": "N"}, output="N",
+          dtypes=["float32"], reference=lambda x: x * x * 3)
+def _scaled_square(x, *, dims):
+    n = hl.Var("n")
+    out = hl.Func("out")
+    out[n] = x[n] * x[n] * 3
+    return out
+
+
+def test_threads_racing_a_first_call_compile_its_kernel_once(monkeypatch):
+    from pypto.compiler import jit as cjit
+
+    real, calls = cjit.compile_built, []
+
+    def slow_compile(built, *args, **kwargs):
+        if built.op.name == "hunt42_scaled_square":
+            calls.append(threading.get_ident())
+            threading.Event().wait(0.3)      # every racing thread arrives while this compiles
+        return real(built, *args, **kwargs)
+
+    monkeypatch.setattr(cjit, "compile_built", slow_compile)
+    barrier = threading.Barrier(N_THREADS)
+
+    def work(tid):
+        x = _rand(tid, 37)
+        barrier.wait(timeout=60)
+        return x, _scaled_square(x)
+
+    with ThreadPoolExecutor(N_THREADS) as ex:
+        results = [f.result(timeout=120) for f in [ex.submit(work, t) for t in range(N_THREADS)]]
+    assert len(calls) == 1
+    for x, got in results:
+        np.testing.assert_array_equal(got, np.asarray(_scaled_square(x)))
+        np.testing.assert_allclose(got, x * x * 3, rtol=1e-6)
