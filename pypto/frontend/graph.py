@@ -35,7 +35,7 @@ import numpy as np
 
 from ..dtypes import halide_type
 from ..errors import OpDefinitionError, PyptoError
-from ..ops._op import Op
+from ..ops._op import ALGORITHM_LOCK, Op
 from ..ops.math import cast_expr
 from ..schedule.directives import GRAMMAR, Directive
 from ..schedule.fit import any_shape
@@ -44,7 +44,7 @@ from .tensor import Node, Tensor
 
 D = Directive.make
 _RealFunc = hl.Func
-_patch_lock = threading.RLock()
+_patch_lock = ALGORITHM_LOCK      # hl.Func is patched only while no other thread runs an algorithm
 
 
 def dom(shape: Sequence[int]) -> tuple[int, ...]:

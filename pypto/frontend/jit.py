@@ -818,6 +818,7 @@ class JitFunction:
         self._fast: dict[tuple, _Step] = {}      # arrays-only calls: (shapes/dtypes, target)
         self._misses: list[str] = []
         self._lock = threading.RLock()
+        self._tracing: dict = {}      # signature -> the lock its trace holds
         self._limit_hit = False
         # ``out=`` is the program's (its arrays written in place) unless the function has a
         # parameter of that name itself.
@@ -873,7 +874,18 @@ class JitFunction:
                 reason = "a break value not seen before"
         else:
             reason = _explain_miss(list(self._cache), key)
-        return self._trace(key, struct, leaves, reason, into)
+        # One trace of a signature at a time: threads making its first call at once wait for
+        # the first one's trace and replay it (each trace counts toward recompile_limit).
+        with self._lock:
+            gate = self._tracing.setdefault(key, threading.RLock())
+        with gate:
+            with self._lock:
+                now = self._cache.get(key)
+            if now is not None and now is not root:
+                out = self._counted_replay(now, leaves, into, args)
+                if not isinstance(out, _Miss) and out is not _MISS:
+                    return out
+            return self._trace(key, struct, leaves, reason, into)
 
     def _counted_replay(self, root: _Step, leaves, into=None, args=()):
         if root.scalars:

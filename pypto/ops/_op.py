@@ -29,6 +29,7 @@ import dataclasses
 import inspect
 import math
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -149,6 +150,12 @@ def _specs(spec: Mapping[str, str | Sequence[str]], where: str) -> tuple[TensorS
             raise OpDefinitionError(f"{where}: tensor name {name!r} must be lower case")
         out.append(TensorSpec(name, _parse_dims(dims, f"{where} {name}")))
     return tuple(out)
+
+
+#: Held while an algorithm runs: a program's lowering (``frontend.graph``) renames the Funcs its
+#: ops' algorithms make by patching ``hl.Func`` while it holds this lock, so an op built in
+#: another thread meanwhile waits instead of getting renamed Funcs (a KeyError 'out').
+ALGORITHM_LOCK = threading.RLock()
 
 
 class Op:
@@ -293,7 +300,8 @@ class Op:
         kwargs = {k: v for k, v in params.items() if k in self._accepts}
         if "dims" in self._accepts:
             kwargs["dims"] = dims
-        result = self.algorithm(*images, **kwargs)
+        with ALGORITHM_LOCK:
+            result = self.algorithm(*images, **kwargs)
         funcs = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         if len(funcs) != len(self.outputs):
             raise OpDefinitionError(

@@ -140,9 +140,8 @@ def test_first_calls_of_a_signature_racing_in_threads_match_one_thread():
 # (KeyError: 'out'), or a lifted op's mapping refuses the other algorithm's Vars
 # (pypto.frontend.graph._NoLift escapes). Seen with 4 threads making the first call of
 # pypto.grad / value_and_grad / a jitted function with a break at once: in 4 of 5 runs.
-# The fix belongs in frontend/graph.py (and compiler/lower.py): make the patch thread-local (a
-# permanent hl.Func subclass that consults a threading.local for the active prefix), or have
-# lower.build take the same lock as _named.
+# Fixed: Op.build runs every algorithm under ops._op.ALGORITHM_LOCK, the lock _named holds while
+# hl.Func is patched, so another thread's build waits for the lowering.
 
 _in_program = threading.Event()
 _resume = threading.Event()
@@ -161,9 +160,6 @@ def _pause_in_program(x, *, dims):
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="frontend/graph.py patches halide.Func process-wide while "
-                   "lowering a program: an op built meanwhile in another thread fails "
-                   "(KeyError: 'out' / _NoLift)")
 def test_an_eager_first_call_while_another_thread_lowers_a_program():
     x = _rand(7, 4, 8)
 
@@ -208,12 +204,10 @@ def test_an_eager_first_call_while_another_thread_lowers_a_program():
 # its cache, then traces without holding anything for that signature): N threads count N traces
 # toward the recompile limit, so 4 threads reach the limit of 8 after two new shapes, warn, and
 # then run every later shape op by op (a gradient program, before its limit was lifted in
-# autodiff/api.py, then raised NotDifferentiableError 'argument #0 is ndarray'). The
-# fix belongs in frontend/jit.py: one trace per signature at a time (a per-key lock or event in
-# JitFunction.__call__, the others waiting for it and replaying).
+# autodiff/api.py, then raised NotDifferentiableError 'argument #0 is ndarray'). Fixed:
+# JitFunction.__call__ traces a signature once at a time (a lock per signature); the others
+# wait for that trace and replay it.
 
-@pytest.mark.xfail(strict=True, reason="frontend/jit.py: threads racing a new signature each "
-                   "trace it and each trace counts toward recompile_limit")
 def test_threads_racing_one_new_signature_trace_it_once():
     meet = threading.Barrier(2)
 
