@@ -4,7 +4,9 @@
 ``torch.library.custom_op``: a forward op, a fake (meta) implementation that gives output shapes
 from a trace without running anything, and ``register_autograd`` whose backward is a second
 such op (:meth:`TorchOp.backward`) running PyPTO's fused forward+backward program
-(:func:`pypto.vjp`). The backward op has a backward of its own made the same way, so second
+(:func:`pypto.vjp`) for the float tensors that require a gradient (a float argument that needs
+none, boxes or a quantization scale, is left out, as its rule may have no gradient for it).
+The backward op has a backward of its own made the same way, so second
 and higher derivatives (``create_graph=True``) work. Every op has a fake implementation, so
 they also trace under ``torch.compile`` / AOTAutograd.
 
@@ -38,17 +40,30 @@ __all__ = ["Module", "TorchOp", "op", "to_numpy"]
 _ids = itertools.count()
 
 
-def to_numpy(t: "torch.Tensor", what: str = "input") -> np.ndarray:
-    """A NumPy view of a CPU tensor's memory (no copy)."""
+def to_numpy(t: "torch.Tensor", what: str = "input", where: str = "pypto.torch") -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (no copy). ``what`` and ``where`` name the
+    argument and the op in errors."""
     if not isinstance(t, torch.Tensor):
         return np.asarray(t)
     if t.device.type != "cpu":
-        raise DtypeError(f"pypto.torch: {what} is on {t.device}; PyPTO ops run on CPU tensors "
+        raise DtypeError(f"{where}: {what} is on {t.device}; PyPTO ops run on CPU tensors "
                          f"here (move it with .cpu())")
-    if t.dtype == torch.bfloat16:
-        raise DtypeError(f"pypto.torch: {what} is bfloat16, which NumPy cannot view; cast it "
-                         f"to float32")
+    _numpy_dtype(str(t.dtype), what, where)
     return t.detach().resolve_conj().resolve_neg().numpy()
+
+
+def _numpy_dtype(name: str, what: str, where: str) -> np.dtype:
+    """The NumPy dtype of the torch dtype called ``name`` ("torch.float32"); a DtypeError naming
+    the op and the argument for those NumPy has not (bfloat16, the float8 types, complex32),
+    which torch's own ``.numpy()`` refused with "Got unsupported ScalarType"."""
+    short = name.replace("torch.", "")
+    try:
+        if short in ("bfloat16", "complex32", "chalf") or short.startswith("float8"):
+            raise TypeError(short)
+        return np.dtype(short)
+    except TypeError:
+        raise DtypeError(f"{where}: {what} is {short}, which NumPy cannot view; cast it to "
+                         f"float32") from None
 
 
 def _from_numpy(a: np.ndarray, inputs) -> "torch.Tensor":
@@ -70,7 +85,9 @@ class TorchOp:
         self.jitted = fn if isinstance(fn, JitFunction) else JitFunction(fn, name=self.label)
         self._ops: dict[tuple, "torch.library.CustomOpDef"] = {}
         self._shapes: dict[tuple, list] = {}
-        self._backward: dict[int, "torch.library.CustomOpDef"] = {}
+        self._traced: dict[tuple, list] = {}    # per output: traced (True) or a constant
+        self._backward: dict[tuple, "torch.library.CustomOpDef"] = {}
+        self._qualnames: dict[tuple, str] = {}    # (n_in, grads) -> the forward op's name
         self.__doc__ = getattr(fn, "__doc__", None)
 
     # -- shapes without running: a trace on specs ------------------------------------------------
@@ -92,14 +109,25 @@ class TorchOp:
                     f"pypto.ops.where") from None
             finally:
                 T.deactivate(token)
-            got = [(tuple(x.shape), x.dtype) for x in leaves if isinstance(x, T.Tensor)]
-            if not got:
+            # One output per array of the result, a NumPy array (a constant) included: the
+            # program's out= has an entry for each (counting traced values only, a function
+            # returning a constant array beside them failed with "out= has 1 entry; the
+            # function returns 2 arrays"). Only the traced ones take output gradients.
+            arrays = [x for x in leaves if isinstance(x, (T.Tensor, np.ndarray))]
+            got = [(tuple(x.shape), np.dtype(x.dtype)) for x in arrays]
+            if not any(isinstance(x, T.Tensor) for x in arrays):
                 raise TraceError(f"pypto.torch.op({self.label}): the function returns no array")
+            self._traced[shapes_dtypes] = [isinstance(x, T.Tensor) for x in arrays]
             self._shapes[shapes_dtypes] = got
         return got
 
     def _specs_of(self, tensors) -> tuple:
-        return _specs(_key_of(tensors))
+        return _specs(_key_of(tensors), self.where)
+
+    @property
+    def where(self) -> str:
+        """How errors name this op."""
+        return f"pypto.torch.op({self.label})"
 
     # -- registration ------------------------------------------------------------------------------
     def _register(self, n_in: int, *, grads: bool = False, qualname: str | None = None):
@@ -117,6 +145,7 @@ class TorchOp:
             return fwd
         uid = next(_ids)
         qualname = qualname or f"{self.label}_{uid}"
+        self._qualnames[(n_in, grads)] = qualname
         args = ", ".join([f"Tensor x{i}" for i in range(n_in)] + ["Tensor[] grads"] * grads)
         owner = self
 
@@ -125,7 +154,7 @@ class TorchOp:
 
         def forward(*xs):
             xs = flat(xs)
-            arrays = [to_numpy(x, f"argument #{i}") for i, x in enumerate(xs)]
+            arrays = [to_numpy(x, f"argument #{i}", owner.where) for i, x in enumerate(xs)]
             if owner.jitted._owns_out:
                 # Outputs allocated by torch, written in place by the program.
                 outs_ = [torch.empty(s, dtype=getattr(torch, np.dtype(d).name))
@@ -138,6 +167,14 @@ class TorchOp:
 
         def forward_fake(*xs):
             xs = flat(xs)
+            # Tensors on two devices (a meta tensor with a CPU one: the meta key wins the
+            # dispatch, so this runs) would give outputs on the first one's device, left
+            # uninitialized: an error, as torch's own ops give.
+            for i, x in enumerate(xs):
+                if x.device != xs[0].device:
+                    raise DtypeError(f"{owner.where}: argument #{i} is on {x.device} but "
+                                     f"argument #0 is on {xs[0].device}; pass tensors on one "
+                                     f"device (PyPTO ops run on CPU tensors)")
             return [xs[0].new_empty(s, dtype=getattr(torch, np.dtype(d).name))
                     for s, d in owner.out_specs(owner._specs_of(xs))]
 
@@ -148,16 +185,30 @@ class TorchOp:
             fwd.register_vmap(_per_sample(fwd))
 
         def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*flat(inputs))
-            ctx.out_meta = [(o.shape, o.dtype) for o in output]
+            xs = flat(inputs)
+            ctx.save_for_backward(*xs)
+            key = owner._specs_of(xs)
+            owner.out_specs(key)
+            ctx.out_meta = [(o.shape, o.dtype, traced)
+                            for o, traced in zip(output, owner._traced[key])]
 
         def backward(ctx, grads_):
             xs = ctx.saved_tensors
+            # The output gradients of the traced outputs (a constant output has none).
             gs = [g.contiguous() if g is not None else xs[0].new_zeros(s, dtype=d)
-                  for g, (s, d) in zip(grads_, ctx.out_meta)]
-            floats = [x.dtype.is_floating_point for x in xs]
-            res = iter(owner.backward(len(xs))(*xs, gs) if any(floats) else ())
-            got = [next(res) if f else None for f in floats]
+                  for g, (s, d, traced) in zip(grads_, ctx.out_meta) if traced]
+            # No gradient reaches the inputs when no traced output is a float one (only
+            # integer outputs and constants): PyPTO's vjp refuses such a function.
+            some = any(traced and d.is_floating_point for _, d, traced in ctx.out_meta)
+            # Gradients of the float inputs torch asks for: a float input that needs none (a
+            # box or a quantization scale given as a tensor) is left out of the vjp program,
+            # whose rule may have no gradient for it (the backward failed with
+            # NotDifferentiableError though only the image or the input wanted one).
+            need = [*ctx.needs_input_grad[:n_in], *ctx.needs_input_grad[n_in]] if grads \
+                else list(ctx.needs_input_grad)
+            wrt = _wrt(xs, need) if some else (False,) * len(xs)
+            res = iter(owner.backward(len(xs), wrt=wrt)(*xs, gs) if any(wrt) else ())
+            got = [next(res) if w else None for w in wrt]
             return (*got[:n_in], got[n_in:]) if grads else tuple(got)
 
         fwd.register_autograd(backward, setup_context=setup_context)
@@ -166,17 +217,29 @@ class TorchOp:
             self.backward(n_in, qualname=f"{qualname}_backward")
         return fwd
 
-    def backward(self, n_in: int, *, qualname: str | None = None):
+    def backward(self, n_in: int, *, qualname: str | None = None, wrt: tuple | None = None):
         """The backward as a PyTorch op of its own, for calls with ``n_in`` tensors: called
         with those tensors and the list of output gradients, it returns the gradients of the
-        float tensors among them. It is the forward op of a ``TorchOp`` of PyPTO's vjp program,
-        so it has a backward too: a second derivative (``create_graph=True``,
-        ``gradgradcheck``) runs PyPTO's derivative of the vjp program, and so on."""
-        op = self._backward.get(n_in)
+        float tensors among them (with ``wrt``, one flag per tensor, of those flagged only).
+        It is the forward op of a ``TorchOp`` of PyPTO's vjp program, so it has a backward
+        too: a second derivative (``create_graph=True``, ``gradgradcheck``) runs PyPTO's
+        derivative of the vjp program, and so on.
+
+        Without ``wrt``, or with every float tensor flagged, it is the op registered with the
+        forward (``<name>_backward``, the program ``pypto tune --grad`` tunes); another
+        ``wrt`` is an op of its own, ``<name>_backward_<flags as 0/1>``."""
+        if wrt is not None and all(wrt):
+            wrt = None
+        key = (n_in, tuple(bool(w) for w in wrt) if wrt is not None else None)
+        op = self._backward.get(key)
         if op is None:
+            if qualname is None and wrt is not None:
+                base = self._qualnames.get((n_in, False))
+                if base is not None:
+                    qualname = f"{base}_backward_{''.join('01'[w] for w in key[1])}"
             name = f"{self.label}_backward"
-            body = JitFunction(_vjp_body(self.fn, n_in), fullgraph=True, name=name)
-            op = self._backward[n_in] = TorchOp(body, name=name)._register(
+            body = JitFunction(_vjp_body(self.fn, n_in, key[1]), fullgraph=True, name=name)
+            op = self._backward[key] = TorchOp(body, name=name)._register(
                 n_in, grads=True, qualname=qualname)
         return op
 
@@ -194,16 +257,24 @@ class TorchOp:
             raise TraceError(f"pypto.torch.op({self.label}): argument #{bad[0]} is "
                              f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
                              f"other arguments first, e.g. with functools.partial)")
-        outs = self._register(_registered(self, len(tensors)))(*tensors)
+        # The backward for the float tensors that require a gradient is registered now, named
+        # after the forward (not when torch first runs it): see _registered.
+        wrt = _wrt(tensors, [t.requires_grad for t in tensors])
+        outs = self._register(_registered(self, len(tensors), wrt))(*tensors)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 @torch.compiler.assume_constant_result
-def _registered(owner: TorchOp, n_in: int) -> int:
-    """Registers ``owner``'s op for ``n_in`` tensors; returns ``n_in``. torch.compile runs it
-    as it is and keeps the result as a constant: Dynamo cannot trace ``torch.library``, and the
-    op's lookup after it reads the registered op from ``owner._ops``."""
+def _registered(owner: TorchOp, n_in: int, wrt: tuple | None = None) -> int:
+    """Registers ``owner``'s op for ``n_in`` tensors, and the backward op for the tensors
+    ``wrt`` flags (those that require a gradient: torch.compile's cache can hold a compiled
+    backward that calls it by name without tracing it again); returns ``n_in``. torch.compile
+    runs it as it is and keeps the result as a constant: Dynamo cannot trace
+    ``torch.library``, and the op's lookup after it reads the registered op from
+    ``owner._ops``."""
     owner._register(n_in)
+    if wrt is not None and any(wrt):
+        owner.backward(n_in, wrt=wrt)
     return n_in
 
 
@@ -223,15 +294,23 @@ def _per_sample(fwd) -> Callable:
     return rule
 
 
-def _vjp_body(fn: Callable, n_in: int) -> Callable:
+def _vjp_body(fn: Callable, n_in: int, wrt: tuple | None = None) -> Callable:
     """``body(*xs, *grads)``: the gradients of ``fn`` at its ``n_in`` arguments ``xs`` with
-    respect to the float ones, weighted by the output gradients: the program
-    :func:`pypto.autodiff.api.vjp_traceable` gives (what ``pypto tune OP --grad`` tunes)."""
+    respect to the float ones (those flagged in ``wrt``, when given), weighted by the output
+    gradients: the program :func:`pypto.autodiff.api.vjp_traceable` gives (what ``pypto tune
+    OP --grad`` tunes)."""
     def body(*xg):
-        nums = tuple(i for i in range(n_in) if np.dtype(xg[i].dtype).kind == "f")
+        nums = tuple(i for i in range(n_in) if np.dtype(xg[i].dtype).kind == "f"
+                     and (wrt is None or wrt[i]))
         return vjp_traceable(fn, n_in, nums)(*xg)
 
     return body
+
+
+def _wrt(tensors, need) -> tuple:
+    """Per tensor: whether its gradient is wanted (``need``, torch's ``requires_grad`` or
+    ``needs_input_grad``) and it is a float tensor (the others get none)."""
+    return tuple(bool(n) and t.dtype.is_floating_point for t, n in zip(tensors, need))
 
 
 def _key_of(tensors) -> tuple:
@@ -241,13 +320,10 @@ def _key_of(tensors) -> tuple:
     return tuple((tuple(int(n) for n in t.shape), str(t.dtype)) for t in tensors)
 
 
-def _specs(key: tuple) -> tuple:
+def _specs(key: tuple, where: str = "pypto.torch") -> tuple:
     """(shape, NumPy dtype) per argument of ``key`` (see :func:`_key_of`)."""
-    for i, (_, dt) in enumerate(key):
-        if dt == "torch.bfloat16":
-            raise DtypeError(f"pypto.torch: argument #{i} is bfloat16, which NumPy cannot "
-                             f"view; cast it to float32")
-    return tuple((shape, np.dtype(dt.replace("torch.", ""))) for shape, dt in key)
+    return tuple((shape, _numpy_dtype(dt, f"argument #{i}", where))
+                 for i, (shape, dt) in enumerate(key))
 
 
 def op(fn: Callable, *, name: str | None = None) -> TorchOp:
