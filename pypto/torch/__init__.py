@@ -182,7 +182,7 @@ class TorchOp:
                                       schema=f"({args}) -> Tensor[]")
         fwd.register_fake(forward_fake)
         if not grads:
-            fwd.register_vmap(_per_sample(fwd))
+            fwd.register_vmap(_per_sample(fwd, self))
 
         def setup_context(ctx, inputs, output):
             xs = flat(inputs)
@@ -278,13 +278,22 @@ def _registered(owner: TorchOp, n_in: int, wrt: tuple | None = None) -> int:
     return n_in
 
 
-def _per_sample(fwd) -> Callable:
+def _per_sample(fwd, owner: TorchOp) -> Callable:
     """``torch.func.vmap``'s rule for a forward op: the op once per sample of the batched
     arguments, the results stacked along dim 0 (torch cannot make this fallback for an op that
     returns a list of tensors). A PyPTO function is compiled for its shapes, so a batch of
     samples is a loop of calls, not one larger kernel."""
     def rule(info, in_dims, *xs):
         size = info.batch_size
+        if size == 0:
+            # No sample to run (stacking none failed with an IndexError): empty outputs of the
+            # shapes one sample's outputs have.
+            one = [(x.shape[:d] + x.shape[d + 1:] if d is not None else x.shape, x.dtype)
+                   for x, d in zip(xs, in_dims)]
+            key = tuple((tuple(int(n) for n in s), str(dt)) for s, dt in one)
+            outs = [xs[0].new_empty((0, *s), dtype=getattr(torch, np.dtype(d).name))
+                    for s, d in owner.out_specs(_specs(key, owner.where))]
+            return outs, [0] * len(outs)
         per = [[x.select(d, b) if d is not None else x for x, d in zip(xs, in_dims)]
                for b in range(size)]
         outs = [fwd(*args) for args in per]

@@ -136,3 +136,17 @@ def test_dtypes_numpy_cannot_view_name_the_op_and_argument(dtype):
         top(x, y)
     with pytest.raises(DtypeError, match=rf"pypto.torch.op\(scaled\): argument #1 is {dtype}"):
         top(x.to("meta"), y.to("meta"))             # the fake implementation too
+
+
+def test_vmap_over_an_empty_batch():
+    """torch.func.vmap over a batch of none: empty outputs of one sample's shapes and dtypes,
+    as torch's own ops give (the per-sample rule stacked no results: IndexError)."""
+    assert torch.func.vmap(pt.op(o.tanh))(torch.zeros(0, 3)).shape == (0, 3)
+    values, indices = torch.func.vmap(pt.op(lambda x: o.topk(x, 2)), in_dims=1)(
+        torch.zeros(4, 0, 5, dtype=torch.float64))
+    want = torch.topk(torch.zeros(0, 4, 5, dtype=torch.float64), 2)
+    assert (values.shape, values.dtype) == (want.values.shape, want.values.dtype)
+    assert (indices.shape, indices.dtype) == (want.indices.shape, want.indices.dtype)
+    mm = pt.op(o.matmul)
+    got = torch.func.vmap(mm, in_dims=(0, None))(torch.zeros(0, 2, 3), torch.ones(3, 4))
+    assert got.shape == (0, 2, 4)
