@@ -83,8 +83,17 @@ def check_inputs(op, arrays: Sequence[np.ndarray], *, empty: bool = False
             if dt not in allowed:
                 raise DtypeError(f"{op.name}: argument '{spec.name}' has dtype {dt}; expected "
                                  f"{' or '.join(sorted(allowed))}")
+        hint = ""
+        if all(len(set(sig)) == 1 for sig in op.dtypes):
+            # Every signature is one dtype throughout: name the cast NumPy's promotion makes.
+            to = np.result_type(*given)
+            if (to.name,) * len(given) in op.dtypes:
+                casts = " and ".join(f"{t.name}.astype(np.{to.name})"
+                                     for t, dt in zip(op.inputs, given) if dt != to.name)
+                hint = (f"; {op.name} does not promote mixed dtypes: cast explicitly, e.g. "
+                        f"{casts} ({to.name}, NumPy's promotion)")
         raise DtypeError(f"{op.name}: dtypes {dict(zip((t.name for t in op.inputs), given))} "
-                         f"do not match; expected {_fmt_sigs(op)}")
+                         f"do not match; expected {_fmt_sigs(op)}{hint}")
     dims: dict[str, int] = {}
     where: dict[str, str] = {}
     for spec, a in zip(op.inputs, arrays):
