@@ -14,6 +14,8 @@ function that calls ``grad`` works where every rule involved has a rule of its o
 from __future__ import annotations
 
 import functools
+import operator
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -22,7 +24,7 @@ import numpy as np
 from ..errors import GraphBreakError, NotDifferentiableError, ShapeError, TraceError
 from ..frontend import tensor as T
 from ..frontend.jit import JitFunction, _result_structure
-from . import shapes
+from . import custom, shapes
 from .core import backward, is_float
 
 _programs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -32,14 +34,32 @@ def _label(fn) -> str:
     return getattr(fn, "name", None) or getattr(fn, "__name__", "fn")
 
 
+def _index(a) -> int | None:
+    """``a`` as an argument number: a Python or NumPy integer (not a bool), else None."""
+    if isinstance(a, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(a)
+    except TypeError:
+        return None
+
+
 def _argnums(argnums, n: int, label: str) -> tuple[int, ...]:
-    items = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if _index(argnums) is not None:
+        items = (argnums,)
+    else:
+        try:
+            items = tuple(argnums)
+        except TypeError:
+            raise TraceError(f"{label}: argnums {argnums!r} must be an int or a sequence of "
+                             f"ints naming positional arguments") from None
     out = []
     for a in items:
-        if isinstance(a, bool) or not isinstance(a, int) or not -n <= a < n:
+        i = _index(a)
+        if i is None or not -n <= i < n:
             raise TraceError(f"{label}: argnums {argnums!r} must name positional arguments "
                              f"among the {n} given")
-        out.append(a % n)
+        out.append(i % n)
     return tuple(out)
 
 
@@ -47,12 +67,18 @@ def _program(fn, mode: str, argnums, says: str | None = None) -> JitFunction:
     """The jitted forward+backward program of ``fn`` (cached per function); its errors name
     the call as ``says`` (the public function the user called: ``grad`` runs
     ``value_and_grad``'s program)."""
-    key = (mode, argnums, says)
+    # The user rules' version is part of the key: a program traced before a def_gradient (or
+    # clear_gradient) kept the old rule, even for a new grad of the same function.
+    version = custom.version()
+    key = (mode, argnums, says, version)
     try:
         per_fn = _programs.setdefault(fn, {})
     except TypeError:          # not weak-referenceable: build afresh (kernels are still cached)
         per_fn = {}
     prog = per_fn.get(key)
+    if prog is None:
+        for old in [k for k in per_fn if k[3] != version]:
+            del per_fn[old]
     if prog is None:
         label = _label(fn)
 
@@ -60,7 +86,11 @@ def _program(fn, mode: str, argnums, says: str | None = None) -> JitFunction:
             return _traced(fn, label, mode, argnums, args, cts, kwargs, says)
 
         program.__name__ = f"{mode}_{label}"
-        prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}")
+        # No recompile limit: past it a jitted function runs its new signatures op by op, but
+        # a backward exists only as a trace (the ninth shape of a grad was refused with
+        # "argument #0 is ndarray, not an array").
+        prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}",
+                                         recompile_limit=sys.maxsize)
     return prog
 
 
@@ -82,6 +112,10 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None, says=None):
                 f"with respect to float arrays")
         wrt.append(a)
     start = len(ctx.nodes)
+    # Called inside a jitted function (which may break), the function is still one program: a
+    # break would hand Python a value whose gradient the backward never sees (``v *
+    # float(v)`` got half its gradient there, while the same grad called alone is refused).
+    fullgraph, ctx.fullgraph = ctx.fullgraph, True
     try:
         result = fn(*args, **(kwargs or {}))
     except GraphBreakError as e:
@@ -89,12 +123,21 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None, says=None):
                               f"backward is compiled with it), but it needs a Python value: "
                               f"{getattr(e, 'need', e)}. Keep both paths in the program with "
                               f"pypto.cond(pred, f, g, *xs) or pypto.ops.where") from None
+    finally:
+        ctx.fullgraph = fullgraph
     nodes = ctx.nodes[start:]
     struct, leaves = _result_structure(result)
     outs = [x for x in leaves if isinstance(x, T.Tensor)]
     if not outs:
         raise TraceError(f"{called}({label}): the function returns no traced value")
     if mode == "vjp":
+        # A constant array among the results (a NumPy array the function returns as it is) is
+        # an output of the call, so ``vjp_fn`` takes a gradient for it: dropped here, as none
+        # flows back (it was refused: "give one output gradient per output (1), got 2").
+        # The PyTorch bridge gives the traced outputs' gradients only.
+        arrays = [x for x in leaves if isinstance(x, T.Tensor) or hasattr(x, "shape")]
+        if len(arrays) != len(outs) and len(cts) == len(arrays):
+            cts = [c for c, x in zip(cts, arrays) if isinstance(x, T.Tensor)]
         # An integer output (topk's or sort's indices, a count) carries no gradient: its
         # cotangent is dropped, as torch and JAX drop them; the float ones are differentiated.
         if len(cts) != len(outs):
@@ -129,15 +172,16 @@ def _traced(fn, label, mode, argnums, args, cts, kwargs=None, says=None):
     return (None if mode == "vjp" else result), grads
 
 
-def _finish(grads, args, argnums, nested: bool):
-    """Zeros where no gradient reached an argument; copies where one is an argument itself."""
+def _finish(grads, args, argnums, nested: bool, given=()):
+    """Zeros where no gradient reached an argument; copies where one is an argument itself or
+    one of the arrays in ``given`` (a vjp's output gradients: the vjp of ``lambda a: a``)."""
     out = []
     for g, i in zip(grads, argnums):
         a = args[i]
         if g is None:
             g = shapes.zeros(a.shape, a.dtype) if nested else np.zeros(np.shape(a),
                                                                          dtype=a.dtype)
-        elif not nested and any(g is x for x in args):
+        elif not nested and any(g is x for x in (*args, *given)):
             g = np.array(g)
         out.append(g)
     return out
@@ -165,7 +209,7 @@ def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0, *,
         >>> g.tolist()                                    # doctest: +SKIP
         [2.0, 4.0]
     """
-    single = isinstance(argnums, int)
+    single = _index(argnums) is not None
     label = _label(fn)
 
     @functools.wraps(fn)
@@ -247,7 +291,7 @@ def vjp(fn: Callable, *args):
                                  f"{tuple(o.shape)} {np.dtype(o.dtype).name}")
             checked.append(c)
         _, grads = _program(fn, "vjp", nums)(tuple(args), list(checked))
-        grads = iter(_finish(grads, args, nums, nested))
+        grads = iter(_finish(grads, args, nums, nested, checked))
         return tuple(next(grads) if i in nums else None for i in range(len(args)))
 
     return outputs, vjp_fn

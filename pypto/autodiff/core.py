@@ -279,18 +279,33 @@ class _Walk:
                 self.add(node.inputs[i], got[i])
 
     def _region(self, region) -> None:
-        dys = [self.grad(_key(t)) for t in region.outputs]
+        # An output returned twice has one gradient, its readers' total: the rule gets it once
+        # (zeros for the repeat; a gradient is linear in the output gradients).
+        keys = [_key(t) for t in region.outputs]
+        dys = [self.grad(k) if k not in keys[:i] else None for i, k in enumerate(keys)]
         if all(d is None for d in dys):
             return
-        live = [i for i, a in enumerate(region.values)
-                if isinstance(a, T.Tensor) and _key(a) in self.active]
+        from .custom import tensor_leaves
+
+        def active(t):
+            return _key(t) in self.active
+
+        # an argument is live when it is an active Tensor or a list, tuple or dict holding one
+        # (the container's Tensors get the gradients the rule returns for its items)
+        live = [i for i, a in enumerate(region.values) if any(map(active, tensor_leaves(a)))]
         if not live:
             return
         dys = [d if d is not None else shapes.zeros(o.shape, o.dtype)
                for d, o in zip(dys, region.outputs)]
-        got = region.rule.apply_composite(region, dys, live)
+        got = region.rule.apply_composite(region, dys, live, active)
         for i in live:
-            self.add(region.values[i], got[i])
+            a = region.values[i]
+            if isinstance(a, T.Tensor):
+                self.add(a, got[i])
+            else:
+                for t, g in zip(tensor_leaves(a), got[i]):
+                    if g is not None:
+                        self.add(t, g)
 
 
 def _regions(nodes) -> dict[int, object]:

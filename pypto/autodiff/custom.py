@@ -14,7 +14,9 @@ For a kernel op (built-in or ``@pypto.op``) the arguments are the recorded call'
 inputs in canonical form (the op's named-dim shapes, e.g. [N] for elementwise ops), then its
 params in declaration order. For a composite op they are the values the call received, and the
 call is kept as one node of the gradient trace so this function is used instead of the gradients
-of the ops inside it.
+of the ops inside it; an argument that is a list, tuple or dict of arrays gets a list, tuple or
+dict of gradients (one per item, None for the non-tensor ones; a composite whose one argument
+is a list may return that list's gradients as they are).
 
 Mistakes are caught early: a wrong number of arguments when the function is defined (or, for a
 composite's outputs, at first use); a gradient whose shape or dtype differs from its argument's,
@@ -35,6 +37,19 @@ from ..frontend import tensor as T
 
 #: op name -> the user's rule (looked up before the built-in table).
 CUSTOM: dict[str, "UserRule"] = {}
+
+#: Changes of :data:`CUSTOM` so far: the gradient programs are cached per version, so a rule
+#: defined, overridden or cleared after a function was differentiated applies to its next call.
+_version = 0
+
+
+def version() -> int:
+    return _version
+
+
+def _changed() -> None:
+    global _version
+    _version += 1
 
 
 def _positional(fn) -> tuple[int | None, list[str]]:
@@ -104,7 +119,8 @@ class UserRule:
             got = (got,)
         return list(got)
 
-    def _checked(self, got: list, values: list, n_tensors: int, live: Sequence[int]) -> list:
+    def _checked(self, got: list, values: list, n_tensors: int, live: Sequence[int],
+                 active: Callable = lambda t: True) -> list:
         if len(got) not in (n_tensors, len(values)):
             raise OpDefinitionError(
                 f"def_gradient({self.name}): {self.fn.__name__} returned {len(got)} value(s); it "
@@ -114,48 +130,111 @@ class UserRule:
         for i in live:
             g, x = got[i], values[i]
             arg = self.arg_names[i] if i < len(self.arg_names) else f"#{i}"
-            if g is None:
-                if arg in self.nondiff:
-                    continue
-                raise NotDifferentiableError(
-                    f"def_gradient({self.name}): {self.fn.__name__} returned None for argument "
-                    f"'{arg}', whose gradient is needed. Return its gradient, or mark the "
-                    f"argument non-differentiable: @pypto.def_gradient({self.name}, "
-                    f"nondiff=('{arg}',))")
-            if not isinstance(g, T.Tensor):
-                try:
-                    g = T.as_tensor(np.asarray(g, dtype=x.dtype))
-                except (TypeError, ValueError):
-                    raise OpDefinitionError(
-                        f"def_gradient({self.name}): {self.fn.__name__} returned "
-                        f"{type(g).__name__} {g!r:.60} as the gradient of '{arg}'; return a "
-                        f"Tensor or array of its shape, a number, or None") from None
-            if tuple(g.shape) != tuple(x.shape):
-                if g.size == 1 and g.ndim <= x.ndim:    # a scalar gradient, spread over x
-                    g = g.reshape(()).broadcast_to(x.shape)
-                else:
-                    raise OpDefinitionError(
-                        f"def_gradient({self.name}): the gradient of '{arg}' has shape "
-                        f"{tuple(g.shape)}, but '{arg}' has shape {tuple(x.shape)}"
-                        f"{' (the canonical form the op is called in)' if not self.composite else ''}")
-            if g.dtype != x.dtype:
-                raise OpDefinitionError(
-                    f"def_gradient({self.name}): the gradient of '{arg}' has dtype "
-                    f"{g.dtype.name}, but '{arg}' is {np.dtype(x.dtype).name}; cast it "
-                    f"(g.astype(x.dtype))")
-            got[i] = g
+            if g is None and arg in self.nondiff:
+                got[i] = None if isinstance(x, T.Tensor) else [None] * len(tensor_leaves(x))
+                continue
+            got[i] = (self._one(g, x, arg) if isinstance(x, T.Tensor) else
+                      self._items(g, x, arg, active))
         return got
+
+    def _missing(self, arg: str, top: str) -> NotDifferentiableError:
+        return NotDifferentiableError(
+            f"def_gradient({self.name}): {self.fn.__name__} returned None for argument "
+            f"'{arg}', whose gradient is needed. Return its gradient, or mark the "
+            f"argument non-differentiable: @pypto.def_gradient({self.name}, "
+            f"nondiff=('{top}',))")
+
+    def _items(self, g, x, arg: str, active: Callable, top: str | None = None) -> list:
+        """The gradients of a list, tuple or dict argument's Tensors (flattened, as
+        :func:`tensor_leaves` orders them): ``g`` holds one per item (a dict: per key), None
+        for the others."""
+        top = top or arg
+        if g is None:
+            raise self._missing(arg, top)
+        if isinstance(x, dict):
+            if not isinstance(g, dict) or set(g) - set(x):
+                raise OpDefinitionError(
+                    f"def_gradient({self.name}): the gradient of '{arg}' (a dict) must be a "
+                    f"dict with its keys ({', '.join(map(repr, x))}), a gradient or None each; "
+                    f"{self.fn.__name__} returned {type(g).__name__} {g!r:.60}")
+            pairs = [(f"{arg}[{k!r}]", g.get(k), x[k]) for k in x]
+        elif not isinstance(g, (tuple, list)) or len(g) != len(x):
+            raise OpDefinitionError(
+                f"def_gradient({self.name}): the gradient of '{arg}' (a {type(x).__name__} of "
+                f"{len(x)}) must be a list or tuple of {len(x)} gradients, one per item (None "
+                f"for the non-tensor ones); {self.fn.__name__} returned "
+                f"{type(g).__name__} {g!r:.60}")
+        else:
+            pairs = [(f"{arg}[{k}]", gk, xk) for k, (gk, xk) in enumerate(zip(g, x))]
+        out: list = []
+        for name, gk, xk in pairs:
+            if isinstance(xk, T.Tensor):
+                if not active(xk):
+                    out.append(None)
+                elif gk is None:
+                    raise self._missing(name, top)
+                else:
+                    out.append(self._one(gk, xk, name))
+            elif tensor_leaves(xk):
+                out.extend(self._items(gk, xk, name, active, top))
+        return out
+
+    def _one(self, g, x, arg: str):
+        """``g`` checked as the gradient of the Tensor ``x`` (a number or array made one)."""
+        if g is None:
+            raise self._missing(arg, arg)
+        if not isinstance(g, T.Tensor):
+            try:
+                g = T.as_tensor(np.asarray(g, dtype=x.dtype))
+            except (TypeError, ValueError):
+                raise OpDefinitionError(
+                    f"def_gradient({self.name}): {self.fn.__name__} returned "
+                    f"{type(g).__name__} {g!r:.60} as the gradient of '{arg}'; return a "
+                    f"Tensor or array of its shape, a number, or None") from None
+        if tuple(g.shape) != tuple(x.shape):
+            if g.size == 1 and g.ndim <= x.ndim:    # a scalar gradient, spread over x
+                g = g.reshape(()).broadcast_to(x.shape)
+            else:
+                raise OpDefinitionError(
+                    f"def_gradient({self.name}): the gradient of '{arg}' has shape "
+                    f"{tuple(g.shape)}, but '{arg}' has shape {tuple(x.shape)}"
+                    f"{' (the canonical form the op is called in)' if not self.composite else ''}")
+        if g.dtype != x.dtype:
+            raise OpDefinitionError(
+                f"def_gradient({self.name}): the gradient of '{arg}' has dtype "
+                f"{g.dtype.name}, but '{arg}' is {np.dtype(x.dtype).name}; cast it "
+                f"(g.astype(x.dtype))")
+        return g
 
     def apply_op(self, call, node, live) -> list:
         values = list(call.inputs) + [call.params.get(p.name) for p in self.op.params]
         got = self._call(values, call.dys)
         return self._checked(got, values, len(call.inputs), live)[:len(call.inputs)]
 
-    def apply_composite(self, region, dys, live) -> list:
+    def apply_composite(self, region, dys, live, active: Callable = lambda t: True) -> list:
+        """One gradient per argument in ``live``: a Tensor's, or for a list, tuple or dict holding
+        Tensors, the flat list of theirs (None for those ``active`` rejects)."""
         self._check_arity(len(region.outputs))
         got = self._call(region.values, dys)
-        n_tensors = sum(isinstance(v, T.Tensor) for v in region.values)
-        return self._checked(got, region.values, n_tensors, live)
+        values = region.values
+        if (len(values) == 1 and isinstance(values[0], (tuple, list)) and got
+                and len(got) == len(values[0])
+                and not all(g is None or isinstance(g, (tuple, list)) for g in got)):
+            got = [got]        # one list argument: its items' gradients, as a list of their own
+        n_tensors = sum(bool(tensor_leaves(v)) for v in region.values)
+        return self._checked(got, region.values, n_tensors, live, active)
+
+
+def tensor_leaves(v) -> list:
+    """The Tensors of a composite's argument: itself, or those of a (nested) list, tuple or
+    dict (its values, in its order)."""
+    if isinstance(v, T.Tensor):
+        return [v]
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, (list, tuple)):
+        return [t for item in v for t in tensor_leaves(item)]
+    return []
 
 
 class Region:
@@ -189,6 +268,25 @@ def _record_composite(cop, impl, args, kwargs):
     if not all(isinstance(o, T.Tensor) for o in outs):
         return out
     ids = {n.id for n in ctx.nodes[start:]}
+    # An output the call did not make (an argument returned as it is, a value made before the
+    # call) would share its gradient with the value's other readers: the rule would read their
+    # gradients as its output's and add them again. Each such output becomes a view of its own,
+    # made inside the call. (An output returned twice is the walk's: core._Walk._region.)
+    made: dict = {}
+    for k, t in enumerate(outs):
+        key = (t.node.id, t.index)
+        if t.node.id not in ids and t.node.kind != "poison":
+            if key not in made:
+                made[key] = T.view(t, ("reshape", tuple(t.shape)), tuple(t.shape))
+            outs[k] = made[key]
+    if made:
+        ids = {n.id for n in ctx.nodes[start:]}
+        if not isinstance(out, (tuple, list)):
+            out = outs[0]
+        elif hasattr(out, "_fields"):                  # a named tuple
+            out = type(out)(*outs)
+        else:
+            out = type(out)(outs)
     regions = getattr(ctx, "_pypto_autodiff_regions", None)
     if regions is None:
         regions = ctx._pypto_autodiff_regions = []
@@ -229,6 +327,7 @@ def def_gradient(op, *, nondiff: str | Sequence[str] = ()) -> Callable:
         if not callable(fn):
             raise OpDefinitionError(f"def_gradient({target.name}): {fn!r} is not a function")
         CUSTOM[target.name] = UserRule(target, fn, nondiff)
+        _changed()
         return fn
 
     return wrap
@@ -236,4 +335,5 @@ def def_gradient(op, *, nondiff: str | Sequence[str] = ()) -> Callable:
 
 def clear_gradient(op) -> None:
     """Removes a user gradient (the built-in rule, if any, applies again)."""
-    CUSTOM.pop(op if isinstance(op, str) else op.name, None)
+    if CUSTOM.pop(op if isinstance(op, str) else op.name, None) is not None:
+        _changed()
