@@ -31,7 +31,7 @@ import numpy as np
 import torch  # the real PyTorch: absolute imports never resolve to this package
 
 from ..autodiff.api import vjp_traceable
-from ..errors import DtypeError, GraphBreakError, TraceError
+from ..errors import DtypeError, GraphBreakError, ParamError, ShapeError, TraceError
 from ..frontend import tensor as T
 from ..frontend.jit import JitFunction, _result_structure
 
@@ -121,6 +121,15 @@ class TorchOp:
             self._shapes[shapes_dtypes] = got
         return got
 
+    def _stale(self, key: tuple) -> bool:
+        """Traces the output specs of ``key`` again; whether they differ from those kept."""
+        old = self._shapes.pop(key, None)
+        try:
+            return self.out_specs(key) != old
+        except Exception:
+            self._shapes[key] = old
+            return False
+
     def _specs_of(self, tensors) -> tuple:
         return _specs(_key_of(tensors), self.where)
 
@@ -157,10 +166,19 @@ class TorchOp:
             arrays = [to_numpy(x, f"argument #{i}", owner.where) for i, x in enumerate(xs)]
             if owner.jitted._owns_out:
                 # Outputs allocated by torch, written in place by the program.
-                outs_ = [torch.empty(s, dtype=getattr(torch, np.dtype(d).name))
-                         for s, d in owner.out_specs(owner._specs_of(xs))]
-                owner.jitted(*arrays, out=tuple(t.numpy() for t in outs_))
-                return outs_
+                key = owner._specs_of(xs)
+                for retry in (False, True):
+                    outs_ = [torch.empty(s, dtype=getattr(torch, np.dtype(d).name))
+                             for s, d in owner.out_specs(key)]
+                    try:
+                        owner.jitted(*arrays, out=tuple(t.numpy() for t in outs_))
+                        return outs_
+                    except (ShapeError, DtypeError, ParamError):
+                        # The shapes kept for these arguments are stale when an array the
+                        # function reads by name changed shape (the program traces again,
+                        # the kept out= did not fit): trace them again, once.
+                        if retry or not owner._stale(key):
+                            raise
             res = owner.jitted(*arrays)
             _, leaves = _result_structure(res)
             return [_from_numpy(a, arrays) for a in leaves if hasattr(a, "shape")]

@@ -160,3 +160,28 @@ def test_float16_flip_as_eagerly():
     x = torch.randn(3, 4, generator=gen).to(torch.float16)
     got = pt.op(lambda v: o.flip(v, axis=0))(x)
     assert torch.equal(got, torch.flip(x, (0,)))
+
+
+TAIL = np.ones(2)
+
+
+def _with_tail(v):
+    return o.concat([v, TAIL]) * 2.0
+
+
+def test_a_global_array_that_changes_shape():
+    """An array the function reads by name changes shape between calls: @pypto.jit traces
+    again, but the bridge kept the first output shape and failed with "out has shape (5,);
+    expected (7,)" (an out= the user never passed)."""
+    global TAIL
+    top = pt.op(_with_tail)
+    x = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    try:
+        torch.testing.assert_close(top(x), torch.tensor([0, 0, 0, 2, 2.0], dtype=torch.float64))
+        TAIL = np.full(4, 2.0)
+        y = top(x)
+        torch.testing.assert_close(y, torch.tensor([0, 0, 0, 4, 4, 4, 4.0], dtype=torch.float64))
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, torch.full((3,), 2.0, dtype=torch.float64))
+    finally:
+        TAIL = np.ones(2)
