@@ -266,7 +266,12 @@ class TorchOp:
         a list of tensors, one per array the function returns."""
         return self._register(_registered(self, len(tensors)))
 
-    def __call__(self, *tensors):
+    def __call__(self, *tensors, **kwargs):
+        if kwargs:
+            # (Python's own TypeError named TorchOp.__call__, not the op.)
+            raise TraceError(f"{self.where}: keyword argument(s) {', '.join(sorted(kwargs))} "
+                             f"given; pass the tensors positionally and bind other "
+                             f"arguments first (functools.partial)")
         bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
         if not tensors:
             raise TraceError(f"pypto.torch.op({self.label}): called with no tensors; a PyTorch "

@@ -185,3 +185,8 @@ def test_a_global_array_that_changes_shape():
         torch.testing.assert_close(x.grad, torch.full((3,), 2.0, dtype=torch.float64))
     finally:
         TAIL = np.ones(2)
+
+
+def test_keyword_arguments_are_an_error_naming_the_op():
+    with pytest.raises(pypto.TraceError, match=r"pypto.torch.op\(exp\): keyword argument\(s\) x"):
+        pt.op(o.exp)(x=torch.ones(2))
