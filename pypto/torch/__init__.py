@@ -282,7 +282,8 @@ class TorchOp:
                              f"other arguments first, e.g. with functools.partial)")
         # The backward for the float tensors that require a gradient is registered now, named
         # after the forward (not when torch first runs it): see _registered.
-        wrt = _wrt(tensors, [t.requires_grad for t in tensors])
+        wrt = _wrt(tensors, [t.requires_grad for t in tensors]) if torch.is_grad_enabled() \
+            else None
         outs = self._register(_registered(self, len(tensors), wrt))(*tensors)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
