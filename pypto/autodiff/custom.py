@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import NotDifferentiableError, OpDefinitionError, PyptoError
 from ..frontend import composite as _composite
+from ..frontend.jit import invalidate_traces
 from ..frontend import tensor as T
 
 #: op name -> the user's rule (looked up before the built-in table).
@@ -50,6 +51,7 @@ def version() -> int:
 def _changed() -> None:
     global _version
     _version += 1
+    invalidate_traces()     # jitted functions that differentiate replay no stale rule
 
 
 def _positional(fn) -> tuple[int | None, list[str]]:

@@ -760,8 +760,20 @@ def _target_name(target) -> str:
     return got[1]
 
 
+#: Bumped when something every trace baked in changes: a gradient rule defined or cleared
+#: (``def_gradient``) after a trace that differentiated through the op. Traces keyed with an
+#: older generation are stale: the next call traces again.
+_generation = 0
+
+
+def invalidate_traces() -> None:
+    """Makes every cached trace stale (see ``_generation``)."""
+    global _generation
+    _generation += 1
+
+
 def _signature(struct, leaves, target: str):
-    return (struct, tuple((a.shape, a.dtype.str) for a in leaves), target)
+    return (struct, tuple((a.shape, a.dtype.str) for a in leaves), (target, _generation))
 
 
 def _explain_miss(old_keys, new_key) -> str:
@@ -772,8 +784,11 @@ def _explain_miss(old_keys, new_key) -> str:
     best = None
     for k in old_keys:
         diffs = []
-        if k[2] != target:
-            diffs.append(f"target {k[2]} -> {target}")
+        if k[2][0] != target[0]:
+            diffs.append(f"target {k[2][0]} -> {target[0]}")
+        elif k[2][1] != target[1]:
+            diffs.append("a gradient rule was defined or cleared since the trace "
+                         "(def_gradient / clear_gradient)")
         if k[0] != struct:
             diffs.append("argument structure or a static (non-array) argument changed: "
                          f"{_short(k[0])} -> {_short(struct)}")
@@ -845,7 +860,7 @@ class JitFunction:
         fast = None
         if not kwargs and all(type(a) is np.ndarray and a.dtype.isnative for a in args):
             # The common call, arrays only: its key needs no walk over the arguments.
-            fast = (tuple((a.shape, a.dtype.str) for a in args), tname)
+            fast = (tuple((a.shape, a.dtype.str) for a in args), tname, _generation)
             root = self._fast.get(fast)
             if root is not None:
                 out = self._counted_replay(root, args, into, args)

@@ -21,8 +21,9 @@ The defects pinned here:
   be called: ``vjp_fn`` asked for a gradient per output, the program for the traced ones;
 * a rule defined, overridden or cleared with ``def_gradient`` after a function was
   differentiated once was ignored by the next ``grad``/``vjp`` of that function (its traced
-  program was replayed); inside a ``@pypto.jit`` step and in ``pypto.torch.op``'s backward it
-  still is (xfail: their caches are not autodiff's);
+  program was replayed); so was a ``@pypto.jit`` step calling ``grad`` and
+  ``pypto.torch.op``'s backward (every jit trace is now keyed by a generation that
+  ``def_gradient`` bumps);
 * ``argnums`` as a NumPy integer was refused with a TypeError or "must name positional
   arguments among the 2 given".
 """
@@ -261,9 +262,6 @@ def test_a_rule_defined_after_a_first_gradient_applies_to_the_next_call():
     np.testing.assert_array_equal(g(X), np.zeros(3))
 
 
-@pytest.mark.xfail(strict=True, reason="a @pypto.jit function replays its trace, backward "
-                   "included, after def_gradient changes a rule: its guards do not include "
-                   "pypto.autodiff.custom.version() (pypto/frontend/jit.py)")
 def test_a_rule_defined_after_a_jitted_step_applies_to_the_step():
     from pypto.autodiff import clear_gradient
 
@@ -283,9 +281,6 @@ def test_a_rule_defined_after_a_jitted_step_applies_to_the_step():
         clear_gradient(o.round)
 
 
-@pytest.mark.xfail(strict=True, reason="pypto.torch.op keeps its backward program per input "
-                   "signature, built with the rules of its first backward; def_gradient after "
-                   "it is not seen (pypto/torch/__init__.py)")
 def test_a_rule_defined_after_a_torch_backward_applies_to_the_next_backward():
     torch = pytest.importorskip("torch")
     import pypto.torch as pt

@@ -183,3 +183,15 @@ def test_under_fuse_and_trusted_indices_computed_indices_are_clamped():
     f = pypto.jit(_shifted_argmax)
     with trusted_indices():
         np.testing.assert_array_equal(f(X, np.array(1)), X[:, [5] * 4] * 2.0)
+
+
+def test_gradient_rules_indices_are_not_checked():
+    # grid_sample's rule gathers at clipped coordinates; a NaN coordinate becomes an index far
+    # out of range, which the kernel clamps (the sample is masked off): no error, as before
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 5))
+    grid = rng.uniform(-1, 1, (1, 3, 3, 2))
+    grid[0, 1, 1, 0] = np.nan
+    gx, gg = pypto.grad(lambda x, g: (P.grid_sample(x, g) ** 2).sum(), argnums=(0, 1))(x, grid)
+    assert gx.shape == x.shape and gg.shape == grid.shape
+    assert np.isfinite(gx).sum() > 0
