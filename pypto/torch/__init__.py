@@ -225,8 +225,9 @@ class TorchOp:
             need = [*ctx.needs_input_grad[:n_in], *ctx.needs_input_grad[n_in]] if grads \
                 else list(ctx.needs_input_grad)
             wrt = _wrt(xs, need) if some else (False,) * len(xs)
-            res = iter(owner.backward(len(xs), wrt=wrt)(*xs, gs) if any(wrt) else ())
-            got = [next(res) if w else None for w in wrt]
+            flags = wrt if wrt is not None else tuple(x.dtype.is_floating_point for x in xs)
+            res = iter(owner.backward(len(xs), wrt=wrt)(*xs, gs) if any(flags) else ())
+            got = [next(res) if f else None for f in flags]
             return (*got[:n_in], got[n_in:]) if grads else tuple(got)
 
         fwd.register_autograd(backward, setup_context=setup_context)
@@ -246,8 +247,6 @@ class TorchOp:
         Without ``wrt``, or with every float tensor flagged, it is the op registered with the
         forward (``<name>_backward``, the program ``pypto tune --grad`` tunes); another
         ``wrt`` is an op of its own, ``<name>_backward_<flags as 0/1>``."""
-        if wrt is not None and all(wrt):
-            wrt = None
         key = (n_in, tuple(bool(w) for w in wrt) if wrt is not None else None)
         op = self._backward.get(key)
         if op is None:
@@ -340,10 +339,13 @@ def _vjp_body(fn: Callable, n_in: int, wrt: tuple | None = None) -> Callable:
     return body
 
 
-def _wrt(tensors, need) -> tuple:
+def _wrt(tensors, need) -> tuple | None:
     """Per tensor: whether its gradient is wanted (``need``, torch's ``requires_grad`` or
-    ``needs_input_grad``) and it is a float tensor (the others get none)."""
-    return tuple(bool(n) and t.dtype.is_floating_point for t, n in zip(tensors, need))
+    ``needs_input_grad``) and it is a float tensor (the others get none); None when that is
+    every float tensor (the backward registered with the forward)."""
+    floats = tuple(t.dtype.is_floating_point for t in tensors)
+    wrt = tuple(bool(n) and f for f, n in zip(floats, need))
+    return None if wrt == floats else wrt
 
 
 def _key_of(tensors) -> tuple:

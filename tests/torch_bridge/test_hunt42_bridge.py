@@ -190,3 +190,16 @@ def test_a_global_array_that_changes_shape():
 def test_keyword_arguments_are_an_error_naming_the_op():
     with pytest.raises(pypto.TraceError, match=r"pypto.torch.op\(exp\): keyword argument\(s\) x"):
         pt.op(o.exp)(x=torch.ones(2))
+
+
+def test_every_float_input_requiring_a_gradient_runs_the_default_backward():
+    """Integer arguments beside float ones that all require a gradient: the backward is the op
+    registered with the forward (the program ``pypto tune --grad`` tunes), not a pruned one."""
+    top = pt.op(lambda x, i: o.take_along_axis(x, i, axis=1) ** 2)
+    x = torch.randn(2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    idx = torch.tensor([[2, 0], [1, 1]])
+    top(x, idx).sum().backward()
+    want = torch.zeros(2, 3, dtype=torch.float64)
+    want.scatter_add_(1, idx, 2 * torch.take_along_dim(x.detach(), idx, 1))
+    torch.testing.assert_close(x.grad, want)
+    assert [wrt for _, wrt in top._backward] == [None]
