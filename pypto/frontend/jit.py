@@ -970,6 +970,10 @@ class JitFunction:
             res_struct, res_leaves = _result_structure(result)
             tensors_out = [x for x in res_leaves if isinstance(x, T.Tensor)]
             computed = rec.run_segment(ctx, tensors_out) if tensors_out else []
+            # A value returned twice is one array, as on replays (and as Python returns it).
+            first: dict = {}
+            computed = [first.setdefault((t.node.id, t.index), a)
+                        for t, a in zip(tensors_out, computed)]
             if self.fuse and len([s for s in rec.steps if s.segment is not None]) > 1:
                 from ..errors import FusionError
 

@@ -135,6 +135,23 @@ def test_a_numpy_array_returned_beside_a_traced_one_takes_its_out_entry():
         f(x, out=(None, np.empty(4, np.float32)))
 
 
+def test_a_value_returned_twice_is_one_array_on_every_call():
+    @pypto.jit
+    def f(x):
+        y = x * 2.0
+        return y, y
+
+    x = arr(5)
+    for _ in range(3):                      # the tracing call as the replays
+        a, b = f(x)
+        assert a is b
+        np.testing.assert_array_equal(a, x * 2.0)
+    outs = (np.empty(5, np.float32), np.empty(5, np.float32))
+    got = f(x, out=outs)
+    assert got[0] is outs[0] and got[1] is outs[1]
+    np.testing.assert_array_equal(outs[1], x * 2.0)
+
+
 def test_an_out_overlapping_an_argument_gets_the_right_values():
     @pypto.jit
     def rev(x):
