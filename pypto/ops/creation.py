@@ -27,7 +27,7 @@ from ..errors import ParamError, ShapeError
 from .. import runtime as _rt
 from ..runtime import as_array
 from ._op import Param, op
-from .layout import ANY, _axis, _eager, _int, _take_out, any_int
+from .layout import ANY, VIEW_TYPES, _axis, _eager, _int, _take_out, any_int
 
 _NUM = ["float32", "float64", "int32", "int64"]
 _BIG = 1 << 30
@@ -161,7 +161,7 @@ def _diagonal_validate(d, p):
                          f"{d['N']} plane")
 
 
-@op(category="creation", inputs={"x": "B M N"}, output="B L", dtypes=ANY[:4],
+@op(category="creation", inputs={"x": "B M N"}, output="B L", dtypes=VIEW_TYPES,
     params=[Param("offset", int, 0, low=-_BIG, high=_BIG, doc="diagonal offset")],
     reference=lambda x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2).copy(),
     kernel_reference=lambda x, offset=0: np.diagonal(x, offset, 1, 2).copy(),

@@ -42,6 +42,10 @@ from ._op import Param, op
 
 #: The dtypes every layout op accepts (a copy needs no arithmetic); float32 first.
 ANY = ["float32", "float64", "int32", "int64", "bool"]
+#: Ops whose eager result is a NumPy view (flip, split, diagonal) take every dtype NumPy's view
+#: does, so that their kernels (out=, traced programs) accept what the eager call accepts.
+VIEW_TYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8",
+              "uint16", "uint32", "bool"]
 _BIG = 1 << 30
 _OAI = {"O": 4, "A": 9, "I": 5}
 
@@ -340,7 +344,7 @@ def _split_validate(d, p):
                          f"fit an axis of {d['A']}")
 
 
-@op(category="layout", inputs={"x": "O A I"}, output="O L I", dtypes=ANY,
+@op(category="layout", inputs={"x": "O A I"}, output="O L I", dtypes=VIEW_TYPES,
     params=[Param("start", int, 0, low=0, high=_BIG, doc="first index of the piece"),
             Param("length", int, 1, low=1, high=_BIG, doc="length of the piece")],
     reference=lambda x, indices_or_sections, axis=0: tuple(np.split(x, indices_or_sections,
@@ -654,7 +658,7 @@ def _flip_frontend(x, axis=None):
     return outs[0] if outs is not None else x
 
 
-@op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=ANY,
+@op(category="layout", inputs={"x": "O A I"}, output="O A I", dtypes=VIEW_TYPES,
     reference=lambda x, axis=None: np.flip(x, axis).copy(),
     kernel_reference=lambda x: x[:, ::-1].copy(), frontend=_flip_frontend, example=_OAI)
 def flip(x, *, dims):

@@ -152,10 +152,6 @@ def test_vmap_over_an_empty_batch():
     assert got.shape == (0, 2, 4)
 
 
-@pytest.mark.xfail(strict=True, reason="flip/split/diagonal take float16 eagerly (NumPy views) "
-                   "but their kernels' dtype lists refuse it in a traced program, so "
-                   "@pypto.jit and pypto.torch.op fail where the eager call works (the fix is "
-                   "in pypto/ops: float16 in those ops' dtypes, or the trace taking the view)")
 def test_float16_flip_as_eagerly():
     x = torch.randn(3, 4, generator=gen).to(torch.float16)
     got = pt.op(lambda v: o.flip(v, axis=0))(x)
