@@ -49,8 +49,7 @@ def _lower_dtypes(case):
 
 
 #: Forward ops that fail in a dtype they declare (not a gradient question): marked, not hidden.
-_OP_GAPS: dict = {}
-_OP_GAPS["einsum[diag_sum]", "float16"] = "einsum: a traced float16 diagonal is not supported"
+_OP_GAPS: dict = {}    # einsum[diag_sum] in float16 was one until diagonal took float16
 _LOWER = [pytest.param(c, d, marks=pytest.mark.xfail(reason=_OP_GAPS[c, d], strict=False))
           if (c, d) in _OP_GAPS else (c, d) for c in sorted(CASES) for d in _lower_dtypes(c)]
 _TOL = {"float32": (2e-4, 2e-5), "float16": (2e-2, 5e-3)}
