@@ -91,8 +91,6 @@ class Graph:
         finally:
             sys.setrecursionlimit(old)
         self.src_index = {(n.id, k): i for i, (n, k) in enumerate(self.sources)}
-        #: checks on values this graph computes and reads: (node, k) of each such value (seen
-        #: through views and casts); a program computes them in a pipeline of their own first
         self.checks = self._value_checks(checked.values())
         self.index: dict[int, int] = {}
         self._dedupe()
@@ -102,7 +100,10 @@ class Graph:
         """``(source, views, check, where)`` for each value check (``Tensor.require_values``)
         on a value that is a source seen through views and casts: :meth:`check_values` runs it
         on the source's array, so a program checks the indices it is given as an eager call
-        does. A value computed inside the pipeline is not checked (its kernel clamps)."""
+        does. A checked value this graph computes and reads itself is listed in
+        ``computed_checks`` instead, as (node, k) of the value under its views and casts: a
+        program computes it in a pipeline of its own first, where it is then a source (see
+        ``_Recorder.run_segment``); a graph lowered whole, as one pipeline, clamps it."""
         out = []
         self.computed_checks: list[tuple[Node, int]] = []
         for node in nodes:

@@ -11,11 +11,10 @@ valid range, in traced programs too: there the indices a program is given (an ar
 or a view of one) are checked on every call before its pipeline runs, with the eager call's
 message and the line that traced the op. Indices the program computes itself (an argmax plus
 an offset) are computed by a pipeline of their own, then checked the same way before the
-pipeline that reads them. Under ``@pypto.fuse`` (one pipeline), in a composite op's single
-pipeline, and for the indices the library's own gradient rules compute
-(:func:`trusted_indices`), the kernels clamp indices into range instead (they never read or
-write outside an array). ``take_along_axis`` accepts negative indices like NumPy (``-1`` is the last);
-the PyTorch-named ops refuse them, as PyTorch does.
+pipeline that reads them. Under ``@pypto.fuse`` (one pipeline) and for the indices the
+library's own gradient rules compute (:func:`trusted_indices`), the kernels clamp indices into
+range instead (they never read or write outside an array). ``take_along_axis`` accepts negative
+indices like NumPy (``-1`` is the last); the PyTorch-named ops refuse them, as PyTorch does.
 
 Kernel forms: ops along one axis see [O, A, I] (see ``layout``): ``take_along_axis`` and
 ``gather`` read x [O, A, I] at index [O, J, I]; ``index_select`` reads x [O, A, I] at index [J].

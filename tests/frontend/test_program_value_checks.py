@@ -174,6 +174,19 @@ def test_computed_ids_of_an_embedding_and_a_gradient_through_them():
         g(x, np.array(1))
 
 
+def test_a_composite_op_checks_the_indices_it_computes():
+    @pypto.register_op(name="pick_shifted_argmax")
+    def pick(x, off):
+        return _shifted_argmax(x, off)
+
+    np.testing.assert_array_equal(pick(X, np.array(0)), X[:, [5] * 4] * 2.0)
+    with pytest.raises(ParamError, match=r"index\[0\] = 6 is out of range"):
+        pick(X, np.array(1))
+    f = pypto.jit(lambda x, o: pick(x, o) + 1.0)
+    with pytest.raises(ParamError, match=r"index\[0\] = 6 is out of range"):
+        f(X, np.array(1))
+
+
 def test_under_fuse_and_trusted_indices_computed_indices_are_clamped():
     # one pipeline by request: no pipeline of the indices' own, so the kernel clamps them
     fused = pypto.fuse(_shifted_argmax)
