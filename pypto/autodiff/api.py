@@ -284,6 +284,11 @@ def vjp(fn: Callable, *args):
         for k, (c, o) in enumerate(zip(cts, out_leaves)):
             if c is None and np.dtype(o.dtype).kind != "f":
                 c = np.zeros(o.shape, o.dtype)       # an integer output: no gradient flows
+            elif c is None:
+                raise ShapeError(f"vjp({label}): output gradient #{k} is None; output #{k} is "
+                                 f"a float output of shape {tuple(o.shape)} "
+                                 f"{np.dtype(o.dtype).name}: give its gradient (np.zeros of "
+                                 f"that shape and dtype for none)")
             c = c if isinstance(c, T.Tensor) else np.asarray(c)
             if tuple(c.shape) != tuple(o.shape) or np.dtype(c.dtype) != np.dtype(o.dtype):
                 raise ShapeError(f"vjp({label}): output gradient #{k} has shape {tuple(c.shape)} "

@@ -43,3 +43,11 @@ def test_grad_and_value_and_grad_of_one_function_both_work():
     v, d = vg(X)
     assert float(v) == 3.0
     np.testing.assert_array_equal(d, 2 * X)
+
+
+def test_vjp_with_none_for_a_float_output_says_what_to_give():
+    _, vjp_fn = pypto.vjp(lambda t: (pypto.ops.exp(t), t * 2.0), np.ones(3))
+    with pytest.raises(ShapeError, match=r"vjp\(<lambda>\): output gradient #1 is None; "
+                       r"output #1 is a float output of shape \(3,\) float64: give its gradient "
+                       r"\(np.zeros of that shape and dtype for none\)"):
+        vjp_fn(np.ones(3), None)
