@@ -242,6 +242,8 @@ class Segment:
 
 _kernels: dict[tuple, tuple] = {}
 _kernels_lock = threading.Lock()
+#: Keys being compiled now, each with the lock its compiling thread holds.
+_graph_gates: dict[tuple, threading.RLock] = {}
 
 
 @dataclasses.dataclass
@@ -269,15 +271,35 @@ def _compiled_graph(graph: Graph, name: str | None = None, target=None):
     extent that changed follows an input's dimensions and no stored schedule is tuned for it.
     """
     from ..compiler import targets
-    from . import shapes
 
     target = target or targets.current()
     key = (graph.key, name, str(target))
     with _kernels_lock:
         got = _kernels.get(key)
+        gate = _graph_gates.setdefault(key, threading.RLock()) if got is None else None
     if got is not None:
         GLOBAL.kernel_reuses += 1
         return got
+    # One compile per key: two jitted functions (or threads) lowering one graph at once wait
+    # for the first one's kernel instead of compiling it again.
+    with gate:
+        with _kernels_lock:
+            got = _kernels.get(key)
+        if got is not None:
+            GLOBAL.kernel_reuses += 1
+            return got
+        try:
+            return _compile_graph(graph, name, target, key)
+        finally:
+            with _kernels_lock:
+                _graph_gates.pop(key, None)
+
+
+def _compile_graph(graph: Graph, name: str | None, target, key: tuple):
+    """:func:`_compiled_graph` past its cache: a shape-generic pipeline that serves ``graph``,
+    a new generic one, or a kernel for these shapes; kept under ``key``."""
+    from . import shapes
+
     fkey = (shapes.free_key(graph), name, str(target))
     with _kernels_lock:
         gens = list(_generic.get(fkey, ()))

@@ -8,6 +8,7 @@ afterwards in one thread.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -267,3 +268,36 @@ def test_threads_racing_a_first_call_compile_its_kernel_once(monkeypatch):
     for x, got in results:
         np.testing.assert_array_equal(got, np.asarray(_scaled_square(x)))
         np.testing.assert_allclose(got, x * x * 3, rtol=1e-6)
+
+
+# -- one compile per program pipeline when threads lower one graph at once -------------------------
+# frontend/jit.py's _compiled_graph compiled a program's pipeline whenever its key was not cached
+# yet: two jitted functions with one body (or threads racing past a trace) compiled it twice.
+
+def test_two_programs_lowering_one_graph_at_once_compile_it_once(monkeypatch):
+    jit_module = importlib.import_module("pypto.frontend.jit")
+    real, calls = jit_module.compile_graph_op, []
+
+    def slow_compile(op, *args, **kwargs):
+        calls.append(op.name)
+        threading.Event().wait(0.3)      # the other thread arrives while this compiles
+        return real(op, *args, **kwargs)
+
+    monkeypatch.setattr(jit_module, "compile_graph_op", slow_compile)
+
+    def body(a):
+        return P.tanh(a * 3.25) - 0.125          # a graph no other test builds
+
+    f, g = pypto.jit(body), pypto.jit(body)
+    x = _rand(11, 3, 29)
+    barrier = threading.Barrier(2)
+
+    def work(fn):
+        barrier.wait(timeout=60)
+        return fn(x)
+
+    with ThreadPoolExecutor(2) as ex:
+        got = [fut.result(timeout=120) for fut in [ex.submit(work, f), ex.submit(work, g)]]
+    assert len(calls) == 1
+    for r in got:
+        np.testing.assert_allclose(r, np.tanh(x * 3.25) - 0.125, rtol=1e-5, atol=1e-6)
