@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import GraphBreakError, NotDifferentiableError, ShapeError, TraceError
 from ..frontend import tensor as T
 from ..frontend.jit import JitFunction, _result_structure
-from . import custom, shapes
+from . import shapes
 from .core import backward, is_float
 
 _programs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -67,18 +67,14 @@ def _program(fn, mode: str, argnums, says: str | None = None) -> JitFunction:
     """The jitted forward+backward program of ``fn`` (cached per function); its errors name
     the call as ``says`` (the public function the user called: ``grad`` runs
     ``value_and_grad``'s program)."""
-    # The user rules' version is part of the key: a program traced before a def_gradient (or
-    # clear_gradient) kept the old rule, even for a new grad of the same function.
-    version = custom.version()
-    key = (mode, argnums, says, version)
+    # A def_gradient (or clear_gradient) after a first call makes every jit trace stale
+    # (frontend.jit.invalidate_traces): the cached program traces again with the new rule.
+    key = (mode, argnums, says)
     try:
         per_fn = _programs.setdefault(fn, {})
     except TypeError:          # not weak-referenceable: build afresh (kernels are still cached)
         per_fn = {}
     prog = per_fn.get(key)
-    if prog is None:
-        for old in [k for k in per_fn if k[3] != version]:
-            del per_fn[old]
     if prog is None:
         label = _label(fn)
 

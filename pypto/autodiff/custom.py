@@ -39,19 +39,11 @@ from ..frontend import tensor as T
 #: op name -> the user's rule (looked up before the built-in table).
 CUSTOM: dict[str, "UserRule"] = {}
 
-#: Changes of :data:`CUSTOM` so far: the gradient programs are cached per version, so a rule
-#: defined, overridden or cleared after a function was differentiated applies to its next call.
-_version = 0
-
-
-def version() -> int:
-    return _version
-
-
 def _changed() -> None:
-    global _version
-    _version += 1
-    invalidate_traces()     # jitted functions that differentiate replay no stale rule
+    """:data:`CUSTOM` changed: every jit trace (gradient programs, jitted steps calling grad,
+    the torch bridge's backwards) is stale, so a rule defined, overridden or cleared after a
+    function was differentiated applies to its next call."""
+    invalidate_traces()
 
 
 def _positional(fn) -> tuple[int | None, list[str]]:
