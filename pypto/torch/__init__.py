@@ -88,6 +88,8 @@ class TorchOp:
         self._traced: dict[tuple, list] = {}    # per output: traced (True) or a constant
         self._backward: dict[tuple, "torch.library.CustomOpDef"] = {}
         self._qualnames: dict[tuple, str] = {}    # (n_in, grads) -> the forward op's name
+        self._bound_ops: list[TorchOp] = []      # per set of non-tensor arguments (_bound)
+        self._bound_keys: dict[tuple, int] = {}
         self.__doc__ = getattr(fn, "__doc__", None)
 
     # -- shapes without running: a trace on specs ------------------------------------------------
@@ -265,26 +267,96 @@ class TorchOp:
         a list of tensors, one per array the function returns."""
         return self._register(_registered(self, len(tensors)))
 
-    def __call__(self, *tensors, **kwargs):
-        if kwargs:
-            # (Python's own TypeError named TorchOp.__call__, not the op.)
-            raise TraceError(f"{self.where}: keyword argument(s) {', '.join(sorted(kwargs))} "
-                             f"given; pass the tensors positionally and bind other "
-                             f"arguments first (functools.partial)")
-        bad = [i for i, t in enumerate(tensors) if not isinstance(t, torch.Tensor)]
-        if not tensors:
+    def __call__(self, *args, **kwargs):
+        if kwargs or any(not isinstance(a, torch.Tensor) for a in args):
+            # Numbers, strings and the like (``leaky_relu(x, 0.2)``, ``scale=0.5``) are
+            # constants of the program: the function with them bound is an op of its own
+            # (one per set of constants), called with the tensors alone.
+            sub, tensors = self._bound(args, kwargs)
+            if tensors:
+                return sub._call(*tensors)
+        if not args or not all(isinstance(a, torch.Tensor) for a in args):
             raise TraceError(f"pypto.torch.op({self.label}): called with no tensors; a PyTorch "
                              f"op of a PyPTO function takes at least one tensor")
-        if bad:
-            raise TraceError(f"pypto.torch.op({self.label}): argument #{bad[0]} is "
-                             f"{type(tensors[bad[0]]).__name__}; pass torch tensors only (bind "
-                             f"other arguments first, e.g. with functools.partial)")
+        return self._call(*args)
+
+    def _bound(self, args: tuple, kwargs: dict) -> tuple["TorchOp", list]:
+        """The op of ``fn`` with the non-tensor arguments of this call bound, and the tensors
+        to call it with (the positional ones, then the keyword ones by name)."""
+        names = sorted(kwargs)
+        for i, a in enumerate(args):
+            _check_const(a, f"argument #{i}", self.where)
+        for k in names:
+            _check_const(kwargs[k], f"argument {k}=", self.where)
+        layout = (tuple(_TENSOR if isinstance(a, torch.Tensor) else a for a in args),
+                  tuple((k, _TENSOR if isinstance(kwargs[k], torch.Tensor) else kwargs[k])
+                        for k in names))
+        tensors = [a for a in args if isinstance(a, torch.Tensor)] + \
+            [kwargs[k] for k in names if isinstance(kwargs[k], torch.Tensor)]
+        return self._bound_ops[_bound_index(self, layout)], tensors
+
+    def _call(self, *tensors):
         # The backward for the float tensors that require a gradient is registered now, named
         # after the forward (not when torch first runs it): see _registered.
         wrt = _wrt(tensors, [t.requires_grad for t in tensors]) if torch.is_grad_enabled() \
             else None
         outs = self._register(_registered(self, len(tensors), wrt))(*tensors)
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+#: Non-tensor arguments a PyTorch op of a PyPTO function takes: they are bound as constants.
+_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, np.generic, np.dtype)
+
+
+#: Marks a tensor's place among the arguments in :func:`_bound_index`'s layout.
+_TENSOR = "\x00pypto.tensor"
+
+
+def _check_const(value, what: str, where: str) -> None:
+    """A TraceError for an argument that is neither a tensor nor a constant (an array, an
+    object)."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _check_const(v, what, where)
+        return
+    if isinstance(value, (torch.Tensor, torch.dtype, *_CONSTANT_TYPES)):
+        return
+    kind = "a NumPy array" if isinstance(value, np.ndarray) else type(value).__name__
+    raise TraceError(f"{where}: {what} is {kind}; pass tensors as torch tensors and other "
+                     f"arguments as numbers, strings, None or tuples of them (bind anything "
+                     f"else first, e.g. with functools.partial)")
+
+
+def _const_key(value):
+    """A hashable key of a constant: its type with its value (``1`` and ``1.0``, or ``0.0``
+    and ``-0.0``, are different constants)."""
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_const_key(v) for v in value))
+    return (type(value).__name__, repr(value))
+
+
+@torch.compiler.assume_constant_result
+def _bound_index(owner: TorchOp, layout: tuple) -> int:
+    """The index in ``owner._bound_ops`` of the op of ``owner.fn`` with the constants of
+    ``layout`` bound (``(positional, ((name, value), ...))``, :data:`_TENSOR` where a tensor
+    goes), made on first use. torch.compile keeps the result as a constant, as for
+    :func:`_registered`."""
+    pos, kw = layout
+    key = (tuple(_const_key(a) for a in pos), tuple((k, _const_key(v)) for k, v in kw))
+    got = owner._bound_keys.get(key)
+    if got is not None:
+        return got
+    fn = owner.fn
+
+    def bound(*tensors):
+        it = iter(tensors)
+        args = [next(it) if isinstance(a, str) and a == _TENSOR else a for a in pos]
+        kwargs = {k: next(it) if isinstance(v, str) and v == _TENSOR else v for k, v in kw}
+        return fn(*args, **kwargs)
+
+    got = owner._bound_keys[key] = len(owner._bound_ops)
+    owner._bound_ops.append(TorchOp(bound, name=f"{owner.label}_bound{got}"))
+    return got
 
 
 @torch.compiler.assume_constant_result
