@@ -470,5 +470,5 @@ class Module(torch.nn.Module):
                 raise TraceError(f"pypto.torch.Module: {len(params)} parameters given but the "
                                  f"function takes {len(pos)} positional arguments")
 
-    def forward(self, *inputs):
-        return self.op(*[getattr(self, n) for n in self._names], *inputs)
+    def forward(self, *inputs, **kwargs):
+        return self.op(*[getattr(self, n) for n in self._names], *inputs, **kwargs)

@@ -83,3 +83,14 @@ def test_an_argument_that_cannot_be_a_constant_is_named(bad, what):
 def test_constants_without_a_tensor_are_refused():
     with pytest.raises(pypto.TraceError, match=r"leaky_relu\): called with no tensors"):
         pt.op(o.leaky_relu)(negative_slope=0.1)
+
+
+def test_a_module_passes_constants_and_keywords_on():
+    w = np.linspace(-1, 1, 12).reshape(3, 4)
+    mod = pt.Module(lambda w, x, slope=0.01: o.leaky_relu(o.matmul(x, w), slope), w=w)
+    x = _randn(2, 3)
+    want = F.leaky_relu(x @ torch.from_numpy(w), 0.25)
+    torch.testing.assert_close(mod(x, slope=0.25), want)
+    torch.testing.assert_close(mod(x, 0.25), want)
+    mod(x, slope=0.25).sum().backward()
+    assert mod.w.grad is not None and mod.w.grad.shape == (3, 4)
