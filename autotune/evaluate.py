@@ -77,6 +77,7 @@ class Evaluator:
 
                 self.scratch = tempfile.mkdtemp(prefix="tune-cache-", dir=user_temp_dir())
             env["PYPTO_CACHE_DIR"] = self.scratch
+        env["PYPTO_WORKER_PARENT"] = str(os.getpid())   # the worker exits when this process is gone
         # The worker runs with the user's OpenMP wait policy (the default unless they set one):
         # its PyTorch baseline is measured with that policy and, in a child process, with the
         # other (pypto.bench.torch_policy), the better kept. Spinning threads cannot slow the

@@ -372,7 +372,31 @@ class _measure_lock:
         self.lock.release()
 
 
+def _exit_with_parent() -> None:
+    """Ends this worker, and anything it started, once the tuner that started it is gone.
+
+    The worker leads its own session (so that a deadline can kill its whole group), which also
+    keeps a SIGKILL of the tuner from reaching it: without this it ran its current request to the
+    end, a hung candidate for ever, a final comparison for minutes while holding the measurement
+    lock that a resumed tuner waits on. A thread polls the parent's pid; it runs whenever the GIL
+    is free (Halide's compiler holds it, so the check may wait for one compile to end).
+    """
+    import threading
+
+    parent = int(os.environ.get("PYPTO_WORKER_PARENT") or os.getppid())
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        if os.getpgrp() == os.getpid():   # its own group: take its children with it
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="pypto-parent-watch", daemon=True).start()
+
+
 def main() -> int:
+    _exit_with_parent()
     out = _protocol_channel()
     w = Worker(out)
     for line in sys.stdin:
