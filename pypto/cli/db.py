@@ -13,7 +13,31 @@ def _dbs(paths):
     from ..database.lookup import search_path
     from ..database.store import DirectoryDatabase
 
-    return [DirectoryDatabase(p) for p in paths] if paths else search_path()
+    return [DirectoryDatabase(p) for p in _folders(paths)] if paths else search_path()
+
+
+def _folders(paths):
+    """Database folders named with --db: each must exist (a typo read as an empty database
+    listed nothing, and prune or revalidate said "done" having looked at nothing)."""
+    from pathlib import Path
+
+    from ..errors import DatabaseError
+
+    for p in paths:
+        if not Path(p).is_dir():
+            what = "is not a folder" if Path(p).exists() else "does not exist"
+            raise DatabaseError(f"--db {p} {what}; give a database folder, or leave --db out "
+                                "to read the search path")
+    return paths
+
+
+def _unread(problems) -> None:
+    """Says on stderr which stored files or entries were skipped because they do not load."""
+    for p in problems:
+        click.echo(f"warning: skipped {p}", err=True)
+    if problems:
+        click.echo("warning: entries that do not load are left out; `pypto db validate` lists "
+                   "every problem", err=True)
 
 
 db_option = click.option("--db", "dbs", multiple=True, type=click.Path(),
@@ -31,8 +55,9 @@ def db():
 @db_option
 def list_(op_name, family, dbs):
     """List stored entries."""
-    n = 0
+    n, problems = 0, []
     for d in _dbs(dbs):
+        problems += d.problems()
         for e in d.iter_all():
             k = e.key
             if (op_name and k.op != op_name) or (family and k.family != family):
@@ -43,6 +68,7 @@ def list_(op_name, family, dbs):
                        f"{k.shape_text():<28} {t:>12}  {how}  [{d.name}]")
             n += 1
     click.echo(f"{n} entries")
+    _unread(problems)
 
 
 @db.command("show")
@@ -65,8 +91,9 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
     op = resolve_op(op_name)
     fam = targets.family(targets.parse(target))
     want = parse_shape(shape) if shape else None
-    found = 0
+    found, problems = 0, []
     for d in _dbs(dbs):
+        problems += d.problems_of(op.name, fam)
         for e in d.entries(op.name, fam):
             if want and e.key.shape_dict != want:
                 continue
@@ -83,6 +110,7 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
                 click.echo("\n".join(apply_schedule(built, e.schedule)))
             else:
                 click.echo(dumps(e.schedule.to_json()).rstrip())
+    _unread(problems)
     if not found:
         click.echo(f"no entries for {op.name} on {fam}", err=True)
         sys.exit(1)
@@ -221,7 +249,7 @@ def revalidate_(op_names, dbs, target, margin, mark, dry_run, as_json):
     # A program's entries are named g_<hash> (pypto db list shows them): no op to resolve.
     names = [n if is_program(n) else resolve_op(n).name for n in op_names] or None
     if dbs:
-        chosen = [DirectoryDatabase(p) for p in dbs]
+        chosen = [DirectoryDatabase(p) for p in _folders(dbs)]
     else:
         chosen = [d for d in search_path()
                   if not (isinstance(d, DirectoryDatabase) and d.root.resolve() == SHIPPED)]

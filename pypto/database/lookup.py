@@ -188,6 +188,9 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
             notes.append(why)
 
     for rank, db in enumerate(search_path()):
+        for problem in db.problems_of(op.name, family):
+            _warn_unread(problem)
+            skip(f"not read: {problem}")
         for e in db.entries(op.name, family):
             k = e.key
             if k.dtypes != tuple(dtypes) or k.params != pkey:
@@ -232,6 +235,25 @@ def _search(op, fp, dtypes, params, dims, target, notes: list[str] | None = None
         return Found(e.schedule, f"database {name} (nearest, distance {dist:.2f})", e, name,
                      dist), family
     return None, family
+
+
+#: Problems already warned about in this process (each once, however many calls meet it).
+_warned: set[str] = set()
+
+
+def _warn_unread(problem: str) -> None:
+    """A PerformanceWarning, once per problem, for a stored file or entry that cannot be read:
+    the call still runs (the default, or another entry), but without the schedule stored there,
+    and nothing else would tell the user why it is slower."""
+    if problem in _warned:
+        return
+    _warned.add(problem)
+    import warnings
+
+    from ..errors import PerformanceWarning
+
+    warnings.warn(f"schedule database: {problem}; its schedules are not used until it is fixed "
+                  "(`pypto db validate` lists every problem)", PerformanceWarning, stacklevel=2)
 
 
 def _ms(t) -> str:

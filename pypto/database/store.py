@@ -148,6 +148,10 @@ class Database:
     def problems(self) -> list[str]:
         return []
 
+    def problems_of(self, op: str, family: str) -> list[str]:
+        """Why some or all of (op, family)'s stored entries could not be read (empty: none)."""
+        return []
+
     def best(self, key: Key) -> Entry | None:
         found = [e for e in self.entries(key.op, key.family) if e.key == key]
         return min(found, key=lambda e: e.time_ms if e.time_ms is not None else float("inf"),
@@ -367,6 +371,13 @@ class DirectoryDatabase(Database):
         except DatabaseError:
             return []
         return self.load_file(path).entries
+
+    def problems_of(self, op, family):
+        try:
+            path = self.path(op, family)
+        except DatabaseError:
+            return []
+        return list(self.load_file(path).problems)
 
     def files(self) -> list[Path]:
         if not self.root.is_dir():
