@@ -402,8 +402,8 @@ def _frontend(name: str, arg_names, cond: str | None = None):
             raise ShapeError(f"{name}: shapes {shapes} cannot be broadcast together (NumPy "
                              "broadcasting: aligned from the last axis, each axis must match "
                              "or be 1)") from None
-        if math.prod(shape) == 0:
-            return np.empty(shape, dtype=dt)
+        # A zero-size result goes through the kernel too: the runtime makes it without running
+        # one, in the kernel's output dtype (bool for a comparison, not the operands' dtype).
         _, r, c = _plan(shape)
         flat = [_as_2d(a, shape, r, c) for a in arrays]
         return the_op.kernel(*flat).reshape(shape)
