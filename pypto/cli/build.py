@@ -20,10 +20,12 @@ from .common import dtype_option, param_option, parse_params
               help="Comma list of: static, shared, object, c, llvm, asm, stmt, html, python, pytorch.")
 @click.option("--schedule", "schedule_file", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Use this schedule file instead of the database.")
-@click.option("--require-tuned", is_flag=True, help="Fail when the database has no schedule for it.")
+@click.option("--require-tuned", is_flag=True,
+              help="Fail when the database has no schedule for it (with --all-shapes: no tuned shape).")
 @click.option("--name", default=None, help="C function name (default pypto_<op>).")
 @click.option("--all-shapes", is_flag=True,
-              help="One static library for any shape, dispatching to the nearest tuned schedule.")
+              help="One static library for any shape, dispatching to the nearest tuned schedule "
+                   "(takes no --shape, --schedule or --format).")
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Output folder.")
 def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, all_shapes,
           name, out_dir):
@@ -33,6 +35,14 @@ def build(op_name, target, shape, dtype, params, formats, schedule_file, require
     from ..ops._load import resolve_op
     from .common import dtype_signature
 
+    if all_shapes:
+        # One library for every shape: these options choose or shape a single build, and were
+        # dropped without a word (--format python gave a static library only).
+        ignored = [flag for flag, given in (("--shape", shape), ("--schedule", schedule_file),
+                                            ("--format", formats != "static")) if given]
+        if ignored:
+            raise click.UsageError(f"--all-shapes builds one static library from every tuned "
+                                   f"shape; it takes no {', '.join(ignored)}")
     op = resolve_op(op_name)
     if hasattr(op, "specialize"):    # a composite op: one traced program at the given shape
         if not shape:
@@ -47,7 +57,7 @@ def build(op_name, target, shape, dtype, params, formats, schedule_file, require
         from ..compiler.aot import build_all_shapes
 
         res = build_all_shapes(op, target=target, out_dir=out_dir, dtypes=dtype_signature(op, dtype),
-                               params=p, name=name)
+                               params=p, name=name, require_tuned=require_tuned)
         for w in res.warnings:
             click.echo(f"warning: {w}", err=True)
         click.echo(f"built {res.manifest['function']} for any shape with "

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -43,6 +44,33 @@ FORMATS: dict[str, tuple[tuple[Any, str], ...]] = {
     "python": ((T.python_extension, ".py.cpp"), (T.static_library, ".a"), (T.c_header, ".h")),
     "pytorch": ((T.pytorch_wrapper, ".pytorch.h"), (T.static_library, ".a"), (T.c_header, ".h")),
 }
+
+
+#: Words a C or C++ compiler reads as something else than a function's name.
+_C_KEYWORDS = frozenset("""
+    alignas alignof and asm auto bool break case catch char char16_t char32_t char8_t class const
+    constexpr continue decltype default delete do double else enum explicit export extern false
+    float for friend goto if inline int long mutable namespace new noexcept not nullptr operator
+    or private protected public register restrict return short signed sizeof static struct switch
+    template this throw true try typedef typeid typename union unsigned using virtual void
+    volatile wchar_t while xor""".split())
+_C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+
+
+def function_name(name: str | None, op) -> str:
+    """The C function name of a build: ``name``, or ``pypto_<op>``, checked before anything is
+    compiled (a keyword or a name of Halide's runtime built a library nobody could link, and a
+    name that is not an identifier failed in the C compiler with pages of errors)."""
+    fn = name or f"pypto_{op.name}"
+    if not _C_NAME.match(fn):
+        raise PyptoError(f"function name {fn!r} is not a C identifier (ASCII letters, digits and "
+                         "_, not starting with a digit); choose another --name")
+    if fn in _C_KEYWORDS:
+        raise PyptoError(f"function name {fn!r} is a C/C++ keyword; choose another --name")
+    if fn.startswith("halide_"):
+        raise PyptoError(f"function name {fn!r} is in the namespace of Halide's runtime "
+                         "(halide_*), which the library links; choose another --name")
+    return fn
 
 
 @dataclasses.dataclass
@@ -143,9 +171,7 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
         seen[str(t)] = given
     dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
     params = op.resolve_params(dict(params or {}))
-    fn = name or f"pypto_{op.name}"
-    if not fn.isidentifier():
-        raise PyptoError(f"function name {fn!r} is not a C identifier")
+    fn = function_name(name, op)
     warnings: list[str] = []
     sched_dims = dims
     if dims is None:
@@ -384,9 +410,10 @@ def _c_fits(needs: list, index: Mapping[str, int]) -> str:
 
 
 def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None, params=None,
-                     name: str | None = None) -> BuildResult:
+                     name: str | None = None, require_tuned: bool = False) -> BuildResult:
     """One static library whose entry point takes any shape and runs the schedule tuned for the
-    nearest stored shape (by the database's distance), falling back to the default schedule."""
+    nearest stored shape (by the database's distance), falling back to the default schedule.
+    With ``require_tuned``, a database with no tuned shape for it is an error."""
     from ..infra.version import __version__
     from ..infra.inputs import complete_dims
     from ..database.lookup import search_path
@@ -397,7 +424,7 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
     t = aot_target(target)
     dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
     params = op.resolve_params(dict(params or {}))
-    fn = name or f"pypto_{op.name}"
+    fn = function_name(name, op)
     fp = fingerprint(build(op, dtypes, params))
     fam = targets.family(t)
     pkey = tuple(sorted(params.items()))
@@ -408,6 +435,10 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
             if k.dtypes == dtypes and k.params == pkey and k.fingerprint == fp and k.shape not in seen:
                 seen.add(k.shape)
                 variants.append((e.key.shape_dict, e.schedule, str(e.key)))
+    if require_tuned and not variants:
+        raise PyptoError(f"{op.name}: no tuned schedule for {'/'.join(dtypes)} on {fam} and "
+                         f"--require-tuned was given; run `pypto tune {op.name} --shape ... "
+                         f"--target ...` first")
     ex = complete_dims(op, op.example or {d: 64 for d in op.input_dims}, params)
     dims_order = list(op.input_dims)
     no_rt = t.with_feature(hl.TargetFeature.NoRuntime)
