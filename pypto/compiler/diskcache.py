@@ -27,6 +27,7 @@ import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -393,13 +394,44 @@ def info() -> dict:
     return {"dir": str(root), "entries": len(entries), "bytes": size}
 
 
+#: What the cache itself writes: ``<k[:2]>/<k>`` (32 hex digits) and ``runtime/<24 hex>``, each
+#: also as a build's temporary folder ``.<name>.<random>`` beside it.
+_ENTRY = re.compile(r"\.?([0-9a-f]{32})(\.[A-Za-z0-9_]+)?\Z")
+_RUNTIME = re.compile(r"\.?[0-9a-f]{24}(\.[A-Za-z0-9_]+)?\Z")
+_PREFIX = re.compile(r"[0-9a-f]{2}\Z")
+
+
 def clear() -> int:
+    """Removes every cached kernel and the cached thread pool; returns how many kernels.
+
+    Only what the cache wrote is touched: PYPTO_CACHE_DIR may name a folder that holds other
+    things too (removing every two-letter folder and ``runtime`` in it deleted a user's ``go/``
+    and ``js/`` folders), so anything else there, and any folder left not empty, stays.
+    """
     root = cache_dir()
-    if root is None or not root.exists():
+    if root is None or not root.is_dir():
         return 0
     n = 0
-    for p in root.glob("??"):
-        n += sum(1 for _ in p.glob("*"))
-        shutil.rmtree(p, ignore_errors=True)
-    shutil.rmtree(root / "runtime", ignore_errors=True)  # the thread pool (parallel.py), rebuilt
+    for prefix in root.iterdir():
+        if not (_PREFIX.match(prefix.name) and prefix.is_dir() and not prefix.is_symlink()):
+            continue
+        for d in prefix.iterdir():
+            m = _ENTRY.match(d.name)
+            if m and m.group(1).startswith(prefix.name) and d.is_dir() and not d.is_symlink():
+                shutil.rmtree(d, ignore_errors=True)
+                n += not d.name.startswith(".")
+        _rmdir_if_empty(prefix)
+    runtime = root / "runtime"      # the thread pool (parallel.py), rebuilt on first use
+    if runtime.is_dir() and not runtime.is_symlink():
+        for d in runtime.iterdir():
+            if _RUNTIME.match(d.name) and d.is_dir() and not d.is_symlink():
+                shutil.rmtree(d, ignore_errors=True)
+        _rmdir_if_empty(runtime)
     return n
+
+
+def _rmdir_if_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass                        # something else is in it: not the cache's to remove
