@@ -43,6 +43,7 @@ def _schedule(op, spec: str):
 @click.option("--budget", default=5.0, show_default=True, type=click.FloatRange(0),
               help="Seconds spent at most on extra calls for --min-samples.")
 @click.option("--stmt-html", "stmt_html_path", default=None, type=click.Path(dir_okay=False),
+              callback=writable_file,
               help="Also write Halide's lowered loop nest as HTML to this file.")
 @click.option("--json", "json_path", default=None, type=click.Path(dir_okay=False),
               callback=writable_file,
@@ -76,6 +77,9 @@ def profile(op_name, shape, dtype, params, schedule_spec, target, runs, min_samp
         click.echo(rep.table())
     if stmt_html_path:
         stmt_html(op, dtypes, p, dims, stmt_html_path, schedule=sched, target=t)
+        if not Path(stmt_html_path).is_file():   # Halide reports no failure to write it
+            raise PyptoError(f"--stmt-html {stmt_html_path} was not written (Halide could not "
+                             "create it); give a file in a folder you can write")
         if json_path != "-":
             click.echo(f"loop nest: {stmt_html_path}")
     if json_path:
