@@ -62,8 +62,10 @@ def replace_block(path: str, name: str, text: str) -> None:
               callback=writable_file, help="Write the report as JSON.")
 @click.option("--from-json", "from_json", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Render an earlier report instead of measuring.")
-@click.option("--plot", default=None, type=click.Path(dir_okay=False), help="Bar chart of speedups over NumPy (PNG).")
-@click.option("--roofline-plot", default=None, type=click.Path(dir_okay=False), help="Roofline chart (PNG).")
+@click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=writable_file,
+              help="Bar chart of speedups over NumPy (PNG).")
+@click.option("--roofline-plot", default=None, type=click.Path(dir_okay=False), callback=writable_file,
+              help="Roofline chart (PNG).")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table instead of the text table.")
 @click.option("--readme", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Write the Markdown table into this file's <!-- bench:start/end --> block.")
@@ -101,6 +103,17 @@ def bench(ops, suite, shape, dtype, params, sizes, compare, autoschedules, no_au
     it (fresh output) and with out= where a peer writes into a preallocated output. NumPy runs
     with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (the command restarts itself without them).
     """
+    mode = next((flag for flag, on in (("--all-ops", all_ops), ("--overhead", overhead),
+                                       ("--grad", grad), ("--programs", programs)) if on), None)
+    if mode:
+        # These render the suite's report; the other modes print reports of their own and
+        # dropped them without a word (--overhead --plot x.png wrote no chart).
+        unused = [flag for flag, given in (("--from-json", from_json), ("--plot", plot),
+                                           ("--roofline-plot", roofline_plot), ("--readme", readme))
+                  if given]
+        if unused:
+            raise click.UsageError(f"{mode} takes no {', '.join(unused)} (they go with the suite's "
+                                   "report)")
     if all_ops:
         _all_ops(ops, compare, quick, check_only, small, json_out, markdown)
         return
