@@ -114,13 +114,28 @@ def diff(a: str | Path, b: str | Path) -> Diff:
 
 
 def merge(sources: Iterable[str | Path], dest: str | Path) -> int:
-    """Adds every entry of ``sources`` to ``dest``, keeping the better per key; returns kept count."""
+    """Adds every entry of ``sources`` to ``dest``, keeping the better per key; returns kept count.
+
+    A program's entry travels with its graph file (``programs/NAME.graph``), copied first when
+    ``dest`` has none: without it the entry cannot be checked or revalidated there.
+    """
     out = DirectoryDatabase(dest)
     kept = 0
     for src in sources:
         entries = list(_entries_of(src, "merge").values())
+        _copy_graphs(Path(src).parent.parent if Path(src).is_file() else Path(src), out.root,
+                     {e.key.op for e in entries})
         kept += out.commit(entries, source=str(src))
     return kept
+
+
+def _copy_graphs(src_root: Path, dest_root: Path, names: set[str]) -> None:
+    from .programs import graph_path, write_graph
+
+    for name in sorted(names):
+        src, dst = graph_path(src_root, name), graph_path(dest_root, name)
+        if src.is_file() and not dst.exists():
+            write_graph(dest_root, name, src.read_text())
 
 
 def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:

@@ -1,0 +1,46 @@
+"""``pypto db merge`` takes a program's graph file along with its entry: without it the merged
+entry could not be checked (``validate --deep``) or revalidated in the destination."""
+
+import pypto
+from dbhelpers import family
+from pypto.autodiff.api import backward_program
+from pypto.compiler.lower import build, fingerprint
+from pypto.database import DirectoryDatabase, Entry, Key
+from pypto.database.programs import graph_path
+from pypto.database.tools import merge, validate_paths
+from pypto.frontend.graph import fused_schedule
+from pypto.frontend.serial import write_program
+from pypto.schedule.schedule import Schedule
+
+
+def _program_db(root):
+    op = pypto.get_op("softmax")
+    g = backward_program(op, {"R": 4, "C": 8}, op.dtypes[0])
+    built = build(g, g.dtypes[0], {})
+    fp = fingerprint(built)
+    key = Key.make(g.name, g.dtypes[0], {d: g.call_dims[d] for d in g.input_dims}, {}, family(), fp)
+    entry = Entry(key=key, schedule=Schedule(g.name, tuple(fused_schedule(built, g.call_dims, 8)), fp),
+                  time_ms=1.0, baselines={"default": 1.0}, provenance={"method": "test"})
+    DirectoryDatabase(root).commit([entry])
+    write_program(root, g.graph, g.name)
+    assert validate_paths([root], deep=True) == []
+    return g.name
+
+
+def test_merge_copies_the_graph_file_of_a_program_entry(tmp_path):
+    name = _program_db(tmp_path / "src")
+    assert merge([tmp_path / "src"], tmp_path / "dest") == 1
+    assert graph_path(tmp_path / "dest", name).read_text() == graph_path(tmp_path / "src", name).read_text()
+    assert validate_paths([tmp_path / "dest"], deep=True) == []
+
+
+def test_merge_of_one_file_copies_it_too_and_keeps_a_graph_already_there(tmp_path):
+    name = _program_db(tmp_path / "src")
+    (src_file,) = DirectoryDatabase(tmp_path / "src").files()
+    dest_graph = graph_path(tmp_path / "dest", name)
+    merge([src_file], tmp_path / "dest")
+    assert validate_paths([tmp_path / "dest"], deep=True) == []
+    mine = dest_graph.read_text() + " "                     # the destination's own copy
+    dest_graph.write_text(mine)
+    merge([src_file], tmp_path / "dest")
+    assert dest_graph.read_text() == mine                    # not overwritten
