@@ -1001,6 +1001,10 @@ def _relu(x):
 
 
 def _abs(x):
+    if x.type().is_float():
+        # The sign bit cleared: Halide 21's abs of +0.0 came out -0.0 inside a fused program
+        # (jit(lambda x: 1.0 / abs(x)) gave -inf at 0.0, eager +inf; see _fabs).
+        return _fabs(x)
     return hl.abs(x)          # unsigned for ints; the cast back wraps like NumPy
 
 

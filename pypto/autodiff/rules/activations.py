@@ -77,11 +77,14 @@ def _relu6(x, y, dy, p):
 
 @_unary("logit")
 def _logit(x, y, dy, p):
-    g = dy / (x * (1.0 - x))
     eps = p.get("eps")
     if eps is None:
-        return g
-    return ops.where((x >= eps) & (x <= 1.0 - eps), g, 0.0)
+        # Outside [0, 1] the value is NaN and so is its gradient (PyTorch's; the formula alone
+        # gave finite gradients there, -0.6 at x = 2); at 0 and -0 both +inf.
+        return ops.where((x >= 0.0) & (x <= 1.0), dy / ops.abs(x * (1.0 - x)), float("nan"))
+    g = dy / (x * (1.0 - x))
+    # Written as "outside" so that a NaN x (neither) gets NaN, as PyTorch's.
+    return ops.where((x < eps) | (x > 1.0 - eps), 0.0, g)
 
 
 @_unary("tanhshrink")

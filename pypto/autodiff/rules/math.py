@@ -51,7 +51,9 @@ def _asinh(x, y, dy, p):
 
 @_unary("acosh")
 def _acosh(x, y, dy, p):
-    return dy * ops.rsqrt((x - 1.0) * (x + 1.0))     # x**2 - 1 without cancellation near 1
+    # x**2 - 1 without cancellation near 1; + 0.0 turns the -0.0 of x = -1 into +0.0 (+inf,
+    # as PyTorch's, not -inf; the value is NaN there).
+    return dy * ops.rsqrt((x - 1.0) * (x + 1.0) + 0.0)
 
 
 @_unary("atanh")
