@@ -97,12 +97,13 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
     _runtime.checking += 1
     outs: list = []
     try:
-        args = T.trace_inputs(ctx, specs)
+        args = _trace_args(ctx, specs)
         try:
             result = fn(*args)
-            from .jit import _result_structure
+            from .jit import _refuse_lazy, _result_structure
 
             _, leaves = _result_structure(result)
+            _refuse_lazy(ctx.name, leaves)
             outs = [x for x in leaves if isinstance(x, T.Tensor) and not T.is_poison(x)]
         except PyptoError as e:
             where = _user_location(sys.exc_info()[2])
@@ -125,6 +126,32 @@ def check_graph(fn: Callable, *specs) -> GraphReport:
                        breaks=breaks, outputs=[(t.shape, t.dtype.name) for t in outs],
                        bytes_unfused=unfused, bytes_fused=fused,
                        flops=sum(_flops(n) for n in ops))
+
+
+def _trace_args(ctx: T.TraceContext, args) -> list:
+    """``args`` as ``@pypto.jit`` takes them: arrays (NumPy scalars too) and specs become
+    Tensors, inside lists, tuples and dicts as well; any other value (an int, a float, a string,
+    None) is passed as it is. (Every argument was made an array: ``check_graph(f, spec(...), 2)``
+    reported ``x * k`` as a float32-int64 dtype error that the jitted call does not make, and a
+    dict argument as a rank-0 Tensor.)"""
+    from .jit import _is_array_like
+
+    count = [0]
+
+    def walk(v, where):
+        if isinstance(v, Spec) or isinstance(v, np.ndarray) or _is_array_like(v):
+            i, count[0] = count[0], count[0] + 1
+            if isinstance(v, Spec):
+                return T.spec_input(v.shape, v.dtype, name=f"arg{i}", where=where)
+            return ctx.input_for(np.asarray(v), name=f"arg{i}", where=where, argument=True)
+        if isinstance(v, (list, tuple)):
+            out = [walk(x, f"{where}[{j}]") for j, x in enumerate(v)]
+            return out if isinstance(v, list) else tuple(out)
+        if isinstance(v, dict):
+            return {k: walk(x, f"{where}[{k!r}]") for k, x in v.items()}
+        return v
+
+    return [walk(a, f"argument #{i}") for i, a in enumerate(args)]
 
 
 def _nbytes(shape, dtype) -> int:

@@ -44,7 +44,7 @@ class CompositeOp:
         self.doc = inspect.cleandoc(doc or fn.__doc__ or f"composite op {self.name}")
         self.allowed = tuple(np.dtype(d).name for d in dtypes) if dtypes else None
         self.impls: dict[str, Callable] = {}
-        self._jits: dict[str, JitFunction] = {}
+        self._jits: dict[Callable, JitFunction] = {}
         self.__wrapped__ = fn
         self.__name__ = self.name
         self.__doc__ = self.doc
@@ -97,12 +97,7 @@ class CompositeOp:
             if _call_hook is not None:    # autodiff keeps a call with a user gradient as one unit
                 return _call_hook(self, impl, args, kwargs)
             return impl(*args, **kwargs)
-        key = getattr(impl, "__qualname__", "fn")
-        jf = self._jits.get(key)
-        if jf is None:
-            jf = self._jits[key] = JitFunction(impl, name=self.name)
-            jf.seg_name = self.name
-        return jf(*args, **kwargs)
+        return self.jitted(impl)(*args, **kwargs)
 
     def specialize(self, shape: dict, dtypes=None, params=None):
         """The graph op of this composite at concrete input shapes, for tuning and building.
@@ -138,13 +133,17 @@ class CompositeOp:
             seen += [d for d in dims if d not in seen]
         return tuple(seen)
 
-    def jitted(self) -> JitFunction:
-        """The jitted function calls go through (for ``explain`` and counters)."""
-        impl = self.implementation()
-        key = getattr(impl, "__qualname__", "fn")
-        if key not in self._jits:
-            self._jits[key] = JitFunction(impl, name=self.name)
-        return self._jits[key]
+    def jitted(self, impl: Callable | None = None) -> JitFunction:
+        """The jitted function calls go through (for ``explain`` and counters): one per
+        implementation, keyed by the function itself. (Keyed by ``__qualname__``, a
+        target-specific implementation named like the generic one, as ``target_specific``
+        finds it, shared one: the first target's implementation ran under every target.)"""
+        impl = impl or self.implementation()
+        jf = self._jits.get(impl)
+        if jf is None:
+            jf = self._jits[impl] = JitFunction(impl, name=self.name)
+            jf.seg_name = self.name
+        return jf
 
 
 def register_op(fn: Callable | None = None, *, name: str | None = None,

@@ -13,6 +13,7 @@ not seen before traces again from the start (and counts toward ``recompile_limit
 
 ``fullgraph=True`` makes such a break an error naming ``file:line`` and the ops behind the value;
 :func:`cond` keeps both branches in one pipeline.
+
 """
 
 from __future__ import annotations
@@ -926,7 +927,7 @@ class JitFunction:
 
     def _counted_replay(self, root: _Step, leaves, into=None, args=()):
         if root.scalars:
-            moved = _scalars_moved(root.scalars, self.fn)
+            moved = _scalars_moved(root.scalars, self.fn, args)
             if moved is not None:
                 return moved
         subs = _rebound(root.consts, self.fn, args) if root.consts else None
@@ -948,22 +949,39 @@ class JitFunction:
                 warnings.warn(msg, RuntimeWarning, stacklevel=3)
                 self._limit_hit = True
             self._misses.append(f"not traced (limit): {reason}")
-            args, kwargs = _unflatten(struct, leaves)
-            result = self.fn(*args, **kwargs)
-            if into is None:
-                return result
-            res_struct, res_leaves = _result_structure(result)
-            arrays = [j for j, x in enumerate(res_leaves) if isinstance(x, np.ndarray)]
-            outs = self._checked_out(into, [(x.shape, x.dtype) for x in
-                                            (res_leaves[j] for j in arrays)])
-            for j, o in zip(arrays, outs):
-                if o is not None:
-                    np.copyto(o, res_leaves[j])
-                    res_leaves[j] = o
-            return _rebuild(res_struct, res_leaves)
+            return self._eager(struct, leaves, into)
+        try:
+            out = self._trace_once(key, struct, leaves, into)
+        except BaseException as e:
+            # A trace that raised left nothing in the cache: it does not count toward
+            # recompile_limit (three calls with a bad argument used up a limit of 3, and every
+            # later call of the function, good ones too, ran eagerly).
+            self._misses.append(f"{reason} (the trace raised {type(e).__name__}; not counted "
+                                f"toward recompile_limit)")
+            raise
         self._misses.append(reason)
         self.stats.traces += 1
         GLOBAL.traces += 1
+        return out
+
+    def _eager(self, struct, leaves, into=None):
+        """The function run op by op on the arrays (no trace, nothing cached), its results
+        written into ``out=`` when given."""
+        args, kwargs = _unflatten(struct, leaves)
+        result = self.fn(*args, **kwargs)
+        if into is None:
+            return result
+        res_struct, res_leaves = _result_structure(result)
+        arrays = [j for j, x in enumerate(res_leaves) if isinstance(x, np.ndarray)]
+        outs = self._checked_out(into, [(x.shape, x.dtype) for x in
+                                        (res_leaves[j] for j in arrays)])
+        for j, o in zip(arrays, outs):
+            if o is not None:
+                np.copyto(o, res_leaves[j])
+                res_leaves[j] = o
+        return _rebuild(res_struct, res_leaves)
+
+    def _trace_once(self, key, struct, leaves, into=None):
         ctx = T.TraceContext(fullgraph=self.fullgraph, name=self.name)
         token = T.activate(ctx)
         arg_nodes: dict[int, int] = {}
@@ -988,8 +1006,9 @@ class JitFunction:
                                       f"{e}") from None
                 raise
             except PyptoError as e:
-                raise _located(e) from None
+                raise _zero_size_note(self.name, _located(e), leaves) from None
             res_struct, res_leaves = _result_structure(result)
+            _refuse_lazy(self.name, res_leaves)
             tensors_out = [x for x in res_leaves if isinstance(x, T.Tensor)]
             computed = rec.run_segment(ctx, tensors_out) if tensors_out else []
             # A value returned twice is one array, as on replays (and as Python returns it).
@@ -1013,7 +1032,7 @@ class JitFunction:
         end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in res_leaves
                             if isinstance(x, (T.Tensor, np.ndarray))]
         rec.steps[0].consts = _find_consts(rec.steps, self.fn, _unflatten(struct, leaves)[0])
-        rec.steps[0].scalars = _find_scalars(self.fn)
+        rec.steps[0].scalars = _find_scalars(self.fn, _unflatten(struct, leaves)[0])
         self._link(key, rec.steps)
         outs = self._checked_out(into, end.result_specs) if into is not None else None
         vals = iter(computed)
@@ -1381,15 +1400,23 @@ def _number_key(v) -> tuple:
     return (type(v), v)
 
 
-def _find_scalars(fn) -> list[tuple]:
+def _find_scalars(fn, args=()) -> list[tuple]:
     """The numbers ``fn`` reads by name, which a trace bakes into its program: its closure
     variables and the globals its code names, those of the functions it names the same way
     (a helper it calls, the function ``grad`` wraps), and through a bound method or a partial,
-    the function's and ``self``'s attributes; within ``_FIND_DEPTH`` steps. (path, key, value)
-    triples."""
+    the function's and ``self``'s attributes; within ``_FIND_DEPTH`` steps. Also the number
+    attributes of the objects among its positional ``args`` (``self`` of a method jitted in
+    its class body, a config object passed in: keyed by identity, the object is the same one
+    when its attributes change), and those of an object a closure variable or global holds
+    whose names the function's code reads (``cfg.scale``). (path, key, value) triples."""
     import types
 
     out = []
+    for i, a in enumerate(args):
+        if isinstance(a, (np.ndarray, list, tuple, dict, str, bytes, type(None), *_NUMBERS)):
+            continue     # arrays are arguments; containers and numbers are in the signature
+        out += [((("arg", i), step), _number_key(v), v) for step, v in _children(a)
+                if step[0] in ("attr", "item") and isinstance(v, _NUMBERS)]
     frontier = [((("fn",),), fn)]
     seen = {id(fn)}
     for _ in range(_FIND_DEPTH):
@@ -1398,6 +1425,13 @@ def _find_scalars(fn) -> list[tuple]:
             for step, child in _children(obj):
                 if isinstance(child, _NUMBERS):
                     out.append((path + (step,), _number_key(child), child))
+                elif (isinstance(obj, types.FunctionType) and step[0] in ("cell", "global")
+                      and _plain_object(child)):
+                    # ``cfg.scale``: the attributes of a closed-over or global object that the
+                    # code names (a replay read the number the first trace saw).
+                    names = obj.__code__.co_names
+                    out += [(path + (step, st), _number_key(v), v) for st, v in _children(child)
+                            if st[0] == "attr" and st[1] in names and isinstance(v, _NUMBERS)]
                 elif id(child) not in seen and (
                         step[0] in ("mself", "mfunc", "pfunc")
                         or isinstance(child, types.FunctionType) and step[0] in ("cell", "global")):
@@ -1408,7 +1442,17 @@ def _find_scalars(fn) -> list[tuple]:
     return out[:_FIND_WIDTH]
 
 
-def _scalars_moved(scalars: list[tuple], fn) -> "_Miss | None":
+def _plain_object(obj) -> bool:
+    """An instance whose attributes are its own data (not a function, class, module, array,
+    container or number)."""
+    import types
+
+    return (isinstance(getattr(obj, "__dict__", None), dict) and not isinstance(
+        obj, (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial,
+              np.ndarray, list, tuple, dict, *_NUMBERS)))
+
+
+def _scalars_moved(scalars: list[tuple], fn, args=()) -> "_Miss | None":
     """A :class:`_Miss` naming the first number of ``scalars`` that is not what the trace saw.
     (On the replay path: the same object as before is taken as unchanged without a key, and
     a closure variable or global of ``fn`` itself is read directly.)"""
@@ -1417,7 +1461,7 @@ def _scalars_moved(scalars: list[tuple], fn) -> "_Miss | None":
             if len(path) == 2 and path[1][0] == "global":
                 now = fn.__globals__[path[1][1]]
             else:
-                now = _follow(path, fn, ())
+                now = _follow(path, fn, args)
         except (LookupError, AttributeError, ValueError, TypeError):
             return _Miss(f"{_describe(path)} is gone")
         if now is was:
@@ -1503,6 +1547,34 @@ def _result_structure(result):
         return ("X", len(leaves) - 1)
 
     return walk(result), leaves
+
+
+def _zero_size_note(name: str, e: PyptoError, leaves) -> PyptoError:
+    """``e`` naming the call's zero-size array and what to do, when ``e`` is an op's refusal of
+    a zero-size input inside the program. (The op's message names its own argument, in the
+    shape the op saw: ``sum(x, axis=0)`` of a [0, 3] array said "axis 1 ... in shape (3, 0)".)"""
+    empty = [(i, a.shape) for i, a in enumerate(leaves) if a.size == 0]
+    if not empty or not isinstance(e, ShapeError) or "zero-size" not in str(e):
+        return e
+    i, shape = empty[0]
+    return ShapeError(f"{name}: array #{i} of this call has shape {shape}; a traced program "
+                      f"makes kernels for its shapes, and they take no zero extents. Call it "
+                      f"with non-empty arrays, or run empty ones op by op through the plain "
+                      f"function ({name}.__wrapped__(...)). The op said: {e}")
+
+
+def _refuse_lazy(name: str, leaves) -> None:
+    """Raises TraceError when a traced function returns a generator or coroutine: its body
+    runs after the call returned, when the trace (and its Tensors) are gone, and a replay
+    handed back the same exhausted object (an empty ``list(f(x))`` from the second call on)."""
+    import types
+
+    for x in leaves:
+        if isinstance(x, (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)):
+            raise TraceError(f"{name} returned a {type(x).__name__} ({getattr(x, '__name__', '')})"
+                             f": it would run after the traced call has ended, outside the "
+                             f"program; return the values instead, e.g. a list or tuple "
+                             f"(return list(...) or [... for ...])")
 
 
 def _rebuild(struct, leaves):

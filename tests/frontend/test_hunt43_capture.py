@@ -1,0 +1,244 @@
+"""Program capture: what a user hits around tracing, caching and replay.
+
+Each test names the defect it pins: a failed trace that used up ``recompile_limit``, a method
+jitted in its class body that replayed a stale ``self`` number, a global object's attribute
+baked in, a generator function returning an exhausted generator, ``check_graph`` making every
+argument an array."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pypto
+from pypto.errors import TraceError
+
+o = pypto.ops
+
+
+def _x():
+    return (np.arange(6, dtype=np.float32).reshape(2, 3) - 2.0)
+
+
+# -- recompile_limit counts traces that made a program, not calls that raised -------------------
+
+def test_traces_that_raise_do_not_use_up_the_recompile_limit():
+    @pypto.jit(recompile_limit=2)
+    def f(x, bad):
+        y = o.exp(x)
+        if bad:
+            raise ValueError("bad input")
+        return y + 1
+
+    x = _x()
+    for _ in range(3):
+        with pytest.raises(ValueError, match="bad input"):
+            f(x, True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)     # no "recompile limit reached"
+        got = f(x, False)
+        np.testing.assert_allclose(got, np.exp(x) + 1, rtol=1e-6)
+        np.testing.assert_allclose(f(x, False), np.exp(x) + 1, rtol=1e-6)
+    assert f.stats.traces == 1 and f.stats.replays == 1
+    assert "not counted toward recompile_limit" in f.explain(x, False)
+
+
+def test_a_trace_that_raises_after_a_break_is_not_counted():
+    @pypto.jit(recompile_limit=1)
+    def f(x):
+        y = o.exp(x)
+        if y.sum() > 1000:
+            raise ValueError("too large")
+        return y
+
+    x = _x()
+    with pytest.raises(ValueError, match="too large"):
+        f(x + 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        np.testing.assert_allclose(f(x), np.exp(x), rtol=1e-6)
+    assert f.stats.traces == 1
+
+
+def test_the_limit_still_stops_traces_that_succeed():
+    f = pypto.jit(lambda x, k: x * k, recompile_limit=1)
+    x = _x()
+    f(x, 1.0)
+    with pytest.warns(RuntimeWarning, match="recompile limit"):
+        np.testing.assert_allclose(f(x, 3.0), x * 3)
+    assert f.stats.traces == 1
+
+
+# -- numbers read through an object -------------------------------------------------------------
+
+class _Layer:
+    def __init__(self, w, scale):
+        self.w = w
+        self.scale = scale
+
+    @pypto.jit
+    def forward(self, x):
+        return x @ self.w * self.scale
+
+
+def test_a_method_jitted_in_its_class_sees_a_changed_self_number():
+    x = _x()
+    layer = _Layer(np.ones((3, 2), np.float32), 2.0)
+    np.testing.assert_allclose(layer.forward(x), x @ layer.w * 2.0)
+    layer.scale = 5.0       # replayed as * 2.0 before
+    np.testing.assert_allclose(layer.forward(x), x @ layer.w * 5.0)
+    np.testing.assert_allclose(layer.forward(x), x @ layer.w * 5.0)
+
+
+def test_a_config_object_passed_as_an_argument_is_read_again():
+    class Cfg:
+        scale = None
+
+    @pypto.jit
+    def f(x, cfg):
+        return x * cfg.scale
+
+    x, cfg = _x(), Cfg()
+    cfg.scale = 2.0
+    np.testing.assert_allclose(f(x, cfg), x * 2.0)
+    cfg.scale = 3.0
+    np.testing.assert_allclose(f(x, cfg), x * 3.0)
+    assert "scale changed from 2.0 to 3.0" in f.explain(x, cfg)
+
+
+class _Cfg:
+    pass
+
+
+CFG = _Cfg()
+CFG.scale = 2.0
+CFG.unused = 0
+
+
+def test_a_global_objects_attribute_the_function_reads_is_checked_on_replay():
+    @pypto.jit
+    def f(x):
+        return x * CFG.scale
+
+    x = _x()
+    np.testing.assert_allclose(f(x), x * 2.0)
+    CFG.scale = 3.0
+    try:
+        np.testing.assert_allclose(f(x), x * 3.0)    # replayed x * 2.0 before
+        traces = f.stats.traces
+        CFG.unused += 1          # an attribute the code does not name: no new trace
+        np.testing.assert_allclose(f(x), x * 3.0)
+        assert f.stats.traces == traces
+    finally:
+        CFG.scale = 2.0
+
+
+# -- generators --------------------------------------------------------------------------------
+
+def test_a_jitted_generator_function_is_refused_by_name():
+    @pypto.jit
+    def gen(x):
+        yield x * 2
+
+    x = _x()
+    for _ in range(2):      # the second call replayed the same exhausted generator: []
+        with pytest.raises(TraceError, match="gen returned a generator.*return the values"):
+            list(gen(x))
+
+
+def test_returning_a_generator_expression_is_refused():
+    f = pypto.jit(lambda x: (x * i for i in range(2)))
+    with pytest.raises(TraceError, match="returned a generator"):
+        f(_x())
+    report = pypto.check_graph(lambda x: (x * i for i in range(2)), _x())
+    assert not report.ok and "returned a generator" in report.errors[0]
+
+
+# -- check_graph takes arguments as jit does ----------------------------------------------------
+
+def test_check_graph_passes_python_numbers_as_they_are():
+    def f(x, k):
+        return x * k
+
+    x = _x()
+    np.testing.assert_allclose(pypto.jit(f)(x, 2), x * 2)
+    report = pypto.check_graph(f, pypto.spec((2, 3)), 2)
+    assert report.ok, report.errors           # was a float32 * int64 DtypeError
+    assert report.outputs == [((2, 3), "float32")]
+
+
+def test_check_graph_takes_dicts_lists_and_none():
+    def f(d, xs, bias=None):
+        y = d["a"] + xs[0] * xs[1]
+        return y if bias is None else y + bias
+
+    x = _x()
+    report = pypto.check_graph(f, {"a": x}, [pypto.spec((2, 3)), x], None)
+    assert report.ok, report.errors
+    assert report.outputs == [((2, 3), "float32")]
+    bad = pypto.check_graph(f, {"a": x}, [pypto.spec((3, 2)), x], None)
+    assert not bad.ok and "ShapeError" in bad.errors[0]
+
+
+# -- zero-size arguments -----------------------------------------------------------------------
+# A program refuses them (its kernels are made for its shapes), as
+# tests/runtime/test_zero_size_fastpath.py pins. The refusal names the call's array (the op's
+# own message gave the shape it saw: (3, 0) for a [0, 3] argument of sum(axis=0)) and the way
+# out, and does not use up recompile_limit.
+
+_EMPTY = {
+    "sum": (lambda x: pypto.ops.sum(x, axis=0), lambda x: x.sum(axis=0)),
+    "matmul": (lambda x: x.T @ x, lambda x: x.T @ x),
+    "softmax": (lambda x: o.softmax(x, axis=0), lambda x: x.copy()),
+    "elementwise": (lambda x: o.exp(x) * 2 + 1, lambda x: np.exp(x) * 2 + 1),
+}
+
+
+@pytest.mark.parametrize("how", ["jit", "fuse"])
+@pytest.mark.parametrize("case", sorted(_EMPTY))
+def test_a_program_refusing_a_zero_size_argument_names_it_and_the_way_out(case, how):
+    fn, ref = _EMPTY[case]
+    f = getattr(pypto, how)(fn, recompile_limit=1)
+    x = np.zeros((0, 3), np.float32)
+    for _ in range(2):
+        with pytest.raises(pypto.ShapeError, match=r"array #0 of this call has shape \(0, 3\).*"
+                           r"__wrapped__.*zero-size"):
+            f(x)
+    want = ref(x)
+    got = f.__wrapped__(x)                  # the advice works: op by op, NumPy's result
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    y = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)    # the refusals used no trace
+        f(y)
+    assert f.stats.traces == 1
+
+
+# -- composite ops: one jitted function per implementation ---------------------------------------
+
+def test_a_composite_op_runs_the_implementation_of_each_target():
+    from pypto.compiler import targets
+    from pypto.ops._registry import _OPS
+
+    @pypto.register_op
+    def hunt43_bump(x):
+        return x + 1
+
+    @pypto.target_specific("avx512")
+    def hunt43_bump(x):          # noqa: F811 - found by the name it shares with the generic one
+        return x + 2
+
+    try:
+        x = np.zeros(3, np.float32)
+        host = targets.family(targets.current())
+        want_host = x + 2 if "avx512" in host.split("-") else x + 1
+        np.testing.assert_array_equal(hunt43_bump(x), want_host)
+        with pypto.target("x86-64-linux-sse41"):
+            assert hunt43_bump.implementation() is hunt43_bump.fn
+            # ran the avx512 implementation, jitted first under the same __qualname__
+            np.testing.assert_array_equal(hunt43_bump(x), x + 1)
+            assert hunt43_bump.jitted().fn is hunt43_bump.fn
+        np.testing.assert_array_equal(hunt43_bump(x), want_host)
+    finally:
+        _OPS.pop("hunt43_bump", None)
