@@ -730,7 +730,10 @@ def _flatten(tree, leaves: list, path=()):
         kind = "L" if isinstance(tree, list) else "T"
         return (kind, tuple(_flatten(x, leaves, path + (i,)) for i, x in enumerate(tree)))
     if isinstance(tree, dict):
-        return ("D", tuple((k, _flatten(tree[k], leaves, path + (k,))) for k in sorted(tree)))
+        # In the dict's own order: sorted, the function saw {'b': x, 'a': y} as {'a': y,
+        # 'b': x} (concat(list(d.values())) joined them the other way round), and keys of
+        # mixed types ({1: x, 'a': y}) raised TypeError from sorted().
+        return ("D", tuple((k, _flatten(v, leaves, path + (k,))) for k, v in tree.items()))
     if type(tree) is float:
         # By bits: -0.0 == 0.0 shared a trace (x * -0.0 replayed x * 0.0), and NaN != NaN
         # made every call with a NaN a new signature (a recompile storm). (NumPy scalars are
@@ -841,6 +844,7 @@ class JitFunction:
     def __init__(self, fn: Callable, *, fullgraph: bool = False,
                  recompile_limit: int = RECOMPILE_LIMIT, name: str | None = None,
                  fuse: bool = False):
+        _check_options("pypto.fuse" if fuse else "pypto.jit", fn, fullgraph, recompile_limit)
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.fullgraph = fullgraph or fuse
@@ -1509,6 +1513,23 @@ def _rebound(consts: list[_Const], fn, args):
         subs = subs or {}
         subs[id(c.array)] = now
     return subs
+
+
+def _check_options(what: str, fn, fullgraph, recompile_limit) -> None:
+    """Refuses a decorator's bad configuration when it is made, by name (``pypto.jit(5)`` was
+    accepted and failed at the call with "'int' object is not callable"; a recompile_limit of
+    "3" or None with a raw TypeError from a comparison at the first call)."""
+    from ..errors import ArgumentError
+
+    if not callable(fn):
+        raise ArgumentError(f"{what}: expected a function to trace, got {type(fn).__name__} "
+                            f"{_short(fn, 60)}; use it as @{what} or @{what}(...) on a def")
+    if not isinstance(fullgraph, (bool, np.bool_)):
+        raise ArgumentError(f"{what}: fullgraph must be True or False, got {fullgraph!r}")
+    if isinstance(recompile_limit, (bool, np.bool_)) or not isinstance(
+            recompile_limit, (int, np.integer)) or recompile_limit < 0:
+        raise ArgumentError(f"{what}: recompile_limit must be a whole number >= 0 (traces per "
+                            f"function; 0 runs every call op by op), got {recompile_limit!r}")
 
 
 def _op_name(name: str) -> str:

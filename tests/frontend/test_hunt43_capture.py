@@ -242,3 +242,43 @@ def test_a_composite_op_runs_the_implementation_of_each_target():
         np.testing.assert_array_equal(hunt43_bump(x), want_host)
     finally:
         _OPS.pop("hunt43_bump", None)
+
+
+# -- dict arguments keep their order ------------------------------------------------------------
+
+def test_a_dict_argument_is_seen_in_its_own_order():
+    @pypto.jit
+    def f(d):
+        return o.concat(list(d.values()), axis=0), list(d)
+
+    x, y = np.zeros(2, np.float32), np.ones(2, np.float32)
+    for d in ({"b": x, "a": y}, {"a": y, "b": x}, {"b": x, "a": y}):
+        got, keys = f(d)
+        assert keys == list(d)                    # was ['a', 'b'] for both
+        np.testing.assert_array_equal(got, np.concatenate(list(d.values())))
+
+
+def test_dict_keys_of_mixed_types_are_taken():
+    f = pypto.jit(lambda d: d[1] + d["a"])
+    x = np.ones(2, np.float32)
+    np.testing.assert_array_equal(f({1: x, "a": x * 2}), x * 3)   # TypeError from sorted()
+
+
+# -- the decorators' own arguments --------------------------------------------------------------
+
+@pytest.mark.parametrize("deco", [pypto.jit, pypto.fuse])
+@pytest.mark.parametrize("bad", [5, "abc"])
+def test_decorating_something_not_callable_is_refused_by_name(deco, bad):
+    with pytest.raises(pypto.ParamError, match="expected a function to trace, got"):
+        deco(bad)           # was accepted; the call said "'int' object is not callable"
+
+
+@pytest.mark.parametrize("limit", ["3", None, -1, 2.5, True])
+def test_a_bad_recompile_limit_is_refused_when_decorating(limit):
+    with pytest.raises(pypto.ParamError, match=r"recompile_limit must be a whole number >= 0"):
+        pypto.jit(lambda x: x + 1, recompile_limit=limit)
+
+
+def test_fullgraph_must_be_a_bool():
+    with pytest.raises(pypto.ParamError, match="fullgraph must be True or False"):
+        pypto.jit(lambda x: x, fullgraph="yes")
