@@ -19,7 +19,7 @@ import halide as hl
 import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
-from ..runtime import as_array, traced
+from ..runtime import as_array, check_inputs, traced
 from ._op import op
 
 _MATMUL_DTYPES = ["float32", "float64", "float16"]
@@ -107,6 +107,9 @@ def _batch_transpose_ref(x):
 
 # -- matmul --------------------------------------------------------------------------------------
 
+_MATMUL_KINDS = frozenset(_MATMUL_DTYPES)
+
+
 def _matmul_frontend(a, b):
     """``a @ b`` with ``np.matmul``'s rules for 1-D operands and broadcast batch dims."""
     a = as_array(a, "matmul", "a")
@@ -115,6 +118,10 @@ def _matmul_frontend(a, b):
         if x.ndim == 0:
             raise ShapeError(f"matmul: argument '{name}' must have at least 1 dimension, "
                              f"got a 0-D array (use multiply for scalars)")
+    if a.dtype != b.dtype or np.dtype(a.dtype).name not in _MATMUL_KINDS:
+        # Checked here, named as matmul: the kernel picked below (linear for a transposed b,
+        # batch_matmul for stacks) would name itself. Only the dtypes of these stand-ins count.
+        check_inputs(matmul, [np.empty((1, 1), a.dtype), np.empty((1, 1), b.dtype)])
     if a.ndim == 2 and b.ndim == 2:
         return _matmul_2d(a, b)
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
@@ -130,11 +137,6 @@ def _matmul_frontend(a, b):
         raise ShapeError(f"matmul: the batch dims of 'a' {a2.shape[:-2]} and 'b' {b2.shape[:-2]} "
                          f"cannot be broadcast together (shapes {a.shape} and {b.shape})") from None
     m, n = a2.shape[-2], b2.shape[-1]
-    kinds = sorted(_MATMUL_DTYPES)
-    for name, x in (("a", a), ("b", b)):
-        if np.dtype(x.dtype).name not in kinds:      # named as matmul, not the kernel it picks
-            raise DtypeError(f"matmul: argument '{name}' has dtype {np.dtype(x.dtype).name}; "
-                             f"expected {' or '.join(kinds)}")
     if b2.ndim == 2 and a2.ndim > 2:
         # A stack times one matrix is one tall matrix product.
         out = matmul.kernel(_writable(a2).reshape(math.prod(a2.shape[:-1]), k_a), _writable(b2))
