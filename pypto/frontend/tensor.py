@@ -951,11 +951,52 @@ def _np_expand_dims(a, axis):
     return a.reshape(tuple(shape))
 
 
+def _np_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    """``np.reshape`` of a Tensor, in C or Fortran order (order was ignored: ``np.reshape(t,
+    s, order="F")`` and ``np.ravel(t, order="F")`` gave the C-order result)."""
+    shape = newshape if shape is None else shape
+    if shape is None:
+        raise TraceError(f"np.reshape of a pypto.Tensor needs a shape (at {user_frame()})")
+    if order in ("C", "A", "K"):        # a Tensor is laid out in C order
+        return a.reshape(shape)
+    if order != "F":
+        raise TraceError(f"np.reshape: order must be 'C', 'F', 'A' or 'K', got {order!r} "
+                         f"(at {user_frame()})")
+    # Fortran order: the C-order reshape of the axes reversed, reversed back.
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    shape = _resolve_shape(shape, a.size, a.shape)
+    return a.transpose().reshape(shape[::-1]).transpose()
+
+
+#: What ``initial=`` combines with a reduction's result (NumPy starts the reduction there).
+_INITIAL = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}
+
+
 def _np_reduce(name):
     def f(a, axis=None, keepdims=False, **kw):
         if kw.get("out") is not None or kw.get("dtype") is not None:
             raise TraceError(_numpy_on_tensor(f"np.{name} with out=/dtype=", name))
-        return getattr(a, name)(axis=axis, keepdims=keepdims)
+        where = kw.pop("where", True)
+        if where is not True:
+            # Ignored, np.sum(t, where=mask) summed every element.
+            raise TraceError(f"np.{name} with where= was applied to a pypto.Tensor at "
+                             f"{user_frame()}; mask first instead, e.g. "
+                             f"pypto.ops.where(mask, t, identity).{name}(axis)")
+        initial = kw.pop("initial", np._NoValue)
+        kw.pop("out", None)
+        kw.pop("dtype", None)
+        if kw:
+            raise TraceError(f"np.{name}: {', '.join(sorted(kw))} is not supported on a "
+                             f"pypto.Tensor (at {user_frame()})")
+        r = getattr(a, name)(axis=axis, keepdims=keepdims)
+        if initial is np._NoValue:
+            return r
+        if name not in _INITIAL:
+            raise TraceError(f"np.{name}: initial= is not supported on a pypto.Tensor (at "
+                             f"{user_frame()})")
+        # NumPy starts the reduction at ``initial`` (it was ignored: np.max(t, initial=100)
+        # gave the plain max). In the result's dtype, as NumPy's reduction keeps it.
+        return _binop(_INITIAL[name], r, np.asarray(initial, r.dtype))
     return f
 
 
@@ -971,9 +1012,8 @@ _ARRAY_FUNCS = {
     "transpose": _np_transpose,
     "moveaxis": _np_moveaxis,
     "swapaxes": lambda a, a1, a2: a.swapaxes(a1, a2),
-    "reshape": lambda a, *args, **kw: a.reshape(kw.get("newshape", kw.get("shape", args[0] if
-                                                                          args else None))),
-    "ravel": lambda a, order="C": a.reshape(-1),
+    "reshape": _np_reshape,
+    "ravel": lambda a, order="C": _np_reshape(a, -1, order),
     "broadcast_to": lambda a, shape, subok=False: as_tensor(a).broadcast_to(shape),
     "squeeze": lambda a, axis=None: a.squeeze(axis),
     "expand_dims": _np_expand_dims,

@@ -282,3 +282,33 @@ def test_a_bad_recompile_limit_is_refused_when_decorating(limit):
 def test_fullgraph_must_be_a_bool():
     with pytest.raises(pypto.ParamError, match="fullgraph must be True or False"):
         pypto.jit(lambda x: x, fullgraph="yes")
+
+
+# -- NumPy functions on Tensors: what they cannot honour is refused, not dropped -----------------
+
+_X24 = np.arange(24, dtype=np.float32).reshape(4, 6) - 7
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.reshape(a + 0, (6, 4), order="F"),
+    lambda a: np.reshape(a + 0, (6, 4), "F"),
+    lambda a: np.reshape(a + 0, (2, -1, 3), order="F"),
+    lambda a: np.ravel(a + 0, order="F"),
+    lambda a: np.reshape(a + 0, (4, 6), order="C"),
+    lambda a: np.max(a + 0, axis=1, initial=4.0),
+    lambda a: np.min(a + 0, initial=-20.0),
+    lambda a: np.sum(a + 0, axis=0, initial=100.0),
+    lambda a: np.prod((a + 0) / 10 + 1, axis=1, initial=2.0),
+    lambda a: np.amax(a + 0, axis=0, keepdims=True, initial=15.0),
+], ids=["reshape-F", "reshape-F-positional", "reshape-F-minus-one", "ravel-F", "reshape-C",
+        "max-initial", "min-initial", "sum-initial", "prod-initial", "amax-initial-keepdims"])
+def test_numpy_order_and_initial_are_honoured_in_a_program(fn):
+    got, want = pypto.jit(fn)(_X24), fn(_X24)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)     # order= and initial= were ignored
+
+
+def test_numpy_where_in_a_reduction_is_refused():
+    mask = np.array([True, False] * 3)
+    with pytest.raises(TraceError, match=r"np.sum with where=.*pypto.ops.where"):
+        pypto.jit(lambda a: np.sum(a + 0, axis=1, where=mask))(_X24)   # summed every element
