@@ -193,6 +193,12 @@ class Tuner:
             raise TargetError(f"cannot measure on {cfg.target}: this machine has no such device. "
                               f"Tune on a machine that has one; `pypto build --target {cfg.target}` "
                               "still works here with stored or default schedules")
+        why = _cannot_measure_here(self.target)
+        if why:
+            raise TargetError(f"cannot measure on {cfg.target}: candidates run on this machine "
+                              f"({targets.host()}), which {why}. Tune on a machine of that kind; "
+                              f"`pypto build --target {cfg.target}` still works here with stored "
+                              "or default schedules")
         self.family = targets.family(self.target)
         self.built = build(self.op, self.dtypes, self.params)
         self.fp = fingerprint(self.built)
@@ -611,6 +617,28 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+#: CPU instruction sets a target may ask for that the host may lack (Halide's names).
+_ISA = ("SSE41", "AVX", "AVX2", "FMA", "FMA4", "F16C", "AVX512", "AVX512_KNL", "AVX512_Skylake",
+        "AVX512_Cannonlake", "AVX512_SapphireRapids", "AVX512_Zen4", "AVX512_Zen5", "AVXVNNI",
+        "AVX10_1")
+
+
+def _cannot_measure_here(target) -> str | None:
+    """Why this machine's CPU cannot run ``target``'s host code (None: it can). Every candidate
+    of such a target failed in the worker, each with a page of linker errors (another
+    architecture) or a SIGILL (an instruction set this CPU lacks), and the run ended with 'no
+    schedule could be measured'."""
+    import halide as hl
+
+    host = targets.host()
+    if not targets.host_cpu(target):
+        return f"cannot run {target.arch.name.lower()}-{target.bits}-{target.os.name.lower()} code"
+    lacking = [n.lower() for n in _ISA if hasattr(hl.TargetFeature, n)
+               and target.has_feature(getattr(hl.TargetFeature, n))
+               and not host.has_feature(getattr(hl.TargetFeature, n))]
+    return f"lacks {', '.join(lacking)}" if lacking else None
 
 
 def _can_run(target) -> bool:
