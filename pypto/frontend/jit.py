@@ -705,12 +705,21 @@ def _break_key(value: np.ndarray, why: str):
     did: every call retraced)."""
     a = np.asarray(value)
     if a.size == 1:
+        if why in ("bool", "int"):
+            # Python sees only bool(value) or int(value): keyed by that (``if t.sum():`` and
+            # ``int(t.max())`` traced again for every new float value, up to the limit).
+            try:
+                return (why, "py", bool(a) if why == "bool" else int(a))
+            except (ValueError, OverflowError, TypeError):
+                pass          # int(nan): the call raises as it did when traced
         return (why, a.dtype.str, a.tobytes())
     return (why, a.dtype.str, a.shape, a.tobytes())
 
 
 def _break_value(key) -> object:
     """The Python value a size-1 break key stands for (for :meth:`JitFunction.explain`)."""
+    if len(key) == 3 and key[1] == "py":
+        return key[2]
     return np.frombuffer(key[2], np.dtype(key[1]))[0].item() if len(key) == 3 else "<array>"
 
 

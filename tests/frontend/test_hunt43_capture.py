@@ -312,3 +312,38 @@ def test_numpy_where_in_a_reduction_is_refused():
     mask = np.array([True, False] * 3)
     with pytest.raises(TraceError, match=r"np.sum with where=.*pypto.ops.where"):
         pypto.jit(lambda a: np.sum(a + 0, axis=1, where=mask))(_X24)   # summed every element
+
+
+# -- break values are keyed by what Python sees ------------------------------------------------
+
+def test_bool_of_a_value_replays_for_every_value_of_the_same_truth():
+    @pypto.jit(recompile_limit=3)
+    def f(x):
+        if x.sum():
+            return x * 2
+        return x - 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for i in range(8):      # each new sum traced again, up to the limit
+            x = np.full(3, 0.1 + i / 3, np.float32)
+            np.testing.assert_array_equal(f(x), x * 2)
+        for z in (np.zeros(3, np.float32), -np.zeros(3, np.float32)):
+            np.testing.assert_array_equal(f(z), z - 1)
+    assert f.stats.traces == 2
+    assert "seen values: [True, False]" in f.explain(np.ones(3, np.float32))
+
+
+def test_int_of_a_value_replays_for_every_value_of_the_same_int():
+    @pypto.jit(recompile_limit=3)
+    def f(x):
+        return x * int(x.max())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for v in (2.1, 2.5, 2.9, 3.2, 3.7, 2.2):
+            x = np.full(3, v, np.float32)
+            np.testing.assert_array_equal(f(x), x * int(x.max()))
+    assert f.stats.traces == 2
+    with pytest.raises(ValueError):            # int(nan): raises as NumPy's int() does
+        f(np.full(3, np.nan, np.float32))
