@@ -66,9 +66,18 @@ def _clean_blas_env(args: list[str]) -> None:
     os.execve(sys.executable, [sys.executable, "-m", "pypto.cli.main", *args], env)
 
 
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """PyPTO's own warnings as the CLI's other warnings read: one line, no source location."""
+    return f"warning: {message}\n"
+
+
 def main(argv=None) -> int:
+    import warnings
+
     args = list(sys.argv[1:] if argv is None else argv)
     _clean_blas_env(args)
+    if "--debug" not in args:
+        warnings.formatwarning = _format_warning
     try:
         cli.main(args=args, prog_name="pypto", standalone_mode=True)
     except SystemExit as e:

@@ -92,18 +92,25 @@ def _choose_schedule(op, built, fp, dtypes, params, dims, target, *, schedule_fi
             raise StaleScheduleError(f"{schedule_file}: made for fingerprint {s.fingerprint}, the op "
                                      f"now has {fp}; re-tune or regenerate it")
         return s, {"source": f"file {schedule_file}", "hash": s.hash}
+    skipped: list[str] = []
     if dims is not None:
-        from ..database.lookup import lookup
+        from ..database.lookup import _search
 
-        found = lookup(op, fp, dtypes, params, dims, target)
+        notes: list[str] = []
+        found, _ = _search(op, fp, dtypes, params, dims, target, notes)
         if found is not None:
             return found.schedule, {"source": found.source, "key": str(found.entry.key),
                                     "hash": found.schedule.hash, "distance": found.distance}
+        # Why stored entries were passed over (a stale one: the op changed since it was tuned);
+        # files that do not load have been warned about by the lookup itself.
+        skipped = [n for n in notes if not n.startswith("not read:")]
+    why = "".join(f"; {n}" for n in skipped)
     if require_tuned:
         raise PyptoError(f"{op.name}: no tuned schedule for {dict(dims or {})} on "
-                         f"{targets.family(target)} and --require-tuned was given; run "
+                         f"{targets.family(target)} and --require-tuned was given{why}; run "
                          f"`pypto tune {op.name} --shape ... --target ...` first")
     warnings.append(f"{op.name}: no tuned schedule for this shape and target; using the default")
+    warnings += [f"{op.name}: {n}" for n in skipped]
     s = default_schedule(built, dims or {}, target)
     return s, {"source": "default", "hash": s.hash}
 
