@@ -1383,7 +1383,12 @@ def _find_consts(steps: list[_Step], fn, args) -> list[_Const]:
                     continue
                 if id(child) not in seen:
                     seen.add(id(child))
-                    nxt.append((path + (step,), child))
+                    # A bound method's self and function, a partial's function and arguments:
+                    # the same level (jit(net.__call__) missed self.layers[0].w, one step
+                    # deeper than jit(net) finds it, and replayed the old weight).
+                    wrapper = step[0] in ("mself", "mfunc", "pfunc") or (
+                        step[0] == "item" and isinstance(obj, functools.partial))
+                    (frontier if wrapper else nxt).append((path + (step,), child))
         frontier = nxt
         if len(found) == len(wanted):
             break

@@ -347,3 +347,35 @@ def test_int_of_a_value_replays_for_every_value_of_the_same_int():
     assert f.stats.traces == 2
     with pytest.raises(ValueError):            # int(nan): raises as NumPy's int() does
         f(np.full(3, np.nan, np.float32))
+
+
+# -- arrays read through a bound method or a partial -------------------------------------------
+
+class _Lin:
+    def __init__(self, w):
+        self.w = w
+
+
+class _Net:
+    def __init__(self):
+        self.layers = [_Lin(np.ones((3, 3), np.float32))]
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = x @ layer.w
+        return x
+
+
+def test_a_weight_rebound_under_a_bound_methods_self_is_read_again():
+    import functools
+
+    net = _Net()
+    x = np.ones((2, 3), np.float32)
+    calls = [pypto.jit(net.__call__), pypto.jit(net),
+             pypto.jit(functools.partial(lambda m, v: m(v), net))]
+    for f in calls:
+        np.testing.assert_array_equal(f(x), x @ net.layers[0].w)
+    for k in (2.0, 5.0):
+        net.layers[0].w = np.full((3, 3), k, np.float32)
+        for f in calls:     # jit(net.__call__) replayed the first weight
+            np.testing.assert_array_equal(f(x), x @ net.layers[0].w)
