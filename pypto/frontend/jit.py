@@ -731,8 +731,7 @@ def _flatten(tree, leaves: list, path=()):
         if type(tree) is not np.ndarray or not tree.dtype.isnative:
             # The eager ops' door: bytes swapped to native order (the kernels read raw bytes;
             # '>f8' came out as garbage), a torch tensor that requires grad refused by name.
-            head = f"args[{path[1]}]" if path[:1] == (0,) else str(path[1])
-            tree = as_array(tree, "jit", head + "".join(f"[{p!r}]" for p in path[2:]))
+            tree = as_array(tree, "jit", _arg_name(path))
         leaves.append(tree)
         return ("A", len(leaves) - 1)
     if isinstance(tree, (list, tuple)):
@@ -755,10 +754,20 @@ def _flatten(tree, leaves: list, path=()):
     try:
         hash(tree)
     except TypeError:
-        raise TraceError(f"argument {path or ''} of type {type(tree).__name__} cannot be part of "
-                         "a jitted function's signature: pass arrays, Python scalars, or "
-                         "lists/tuples/dicts of them") from None
+        raise TraceError(f"argument {_arg_name(path)} of type {type(tree).__name__} cannot be "
+                         "part of a jitted function's signature (it is not hashable): pass "
+                         "arrays, Python scalars, strings, None, or lists/tuples/dicts of them "
+                         "(a tuple for a set or a slice)") from None
     return ("O", type(tree).__name__, tree)
+
+
+def _arg_name(path: tuple) -> str:
+    """``args[1][0]`` / ``keyword 'k'['a']`` for a path into ``(args, kwargs)`` (it read
+    ``(0, 1, 0)``)."""
+    if len(path) < 2:
+        return "the arguments"
+    head = f"args[{path[1]}]" if path[0] == 0 else f"keyword {path[1]!r}"
+    return head + "".join(f"[{p!r}]" for p in path[2:])
 
 
 def _is_array_like(x) -> bool:

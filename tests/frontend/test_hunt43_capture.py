@@ -379,3 +379,12 @@ def test_a_weight_rebound_under_a_bound_methods_self_is_read_again():
         net.layers[0].w = np.full((3, 3), k, np.float32)
         for f in calls:     # jit(net.__call__) replayed the first weight
             np.testing.assert_array_equal(f(x), x @ net.layers[0].w)
+
+
+def test_an_unhashable_argument_is_named_by_where_it_was_passed():
+    f = pypto.jit(lambda x, a=None, **kw: x + 1)
+    x = np.ones(3, np.float32)
+    with pytest.raises(TraceError, match=r"argument args\[1\]\[1\]\[0\] of type set"):
+        f(x, [1, [{1}]])                 # was "argument (0, 1, 1, 0)"
+    with pytest.raises(TraceError, match=r"argument keyword 'k'\['z'\] of type set.*a tuple"):
+        f(x, k={"z": {1}})
