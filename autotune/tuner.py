@@ -38,6 +38,7 @@ from pypto.compiler import targets
 from pypto.compiler.lower import build, fingerprint
 from pypto.database import DirectoryDatabase, Entry, Key, provenance
 from pypto.database.lookup import SHIPPED, distance, lookup, record_slower, write_root
+from pypto.database.tools import cannot_run_here
 from pypto.errors import PyptoError, TargetError
 from pypto.infra.inputs import check_size
 from pypto.infra.inputs import complete_dims
@@ -193,7 +194,7 @@ class Tuner:
             raise TargetError(f"cannot measure on {cfg.target}: this machine has no such device. "
                               f"Tune on a machine that has one; `pypto build --target {cfg.target}` "
                               "still works here with stored or default schedules")
-        why = _cannot_measure_here(self.target)
+        why = cannot_run_here(self.target)
         if why:
             raise TargetError(f"cannot measure on {cfg.target}: candidates run on this machine "
                               f"({targets.host()}), which {why}. Tune on a machine of that kind; "
@@ -617,28 +618,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-#: CPU instruction sets a target may ask for that the host may lack (Halide's names).
-_ISA = ("SSE41", "AVX", "AVX2", "FMA", "FMA4", "F16C", "AVX512", "AVX512_KNL", "AVX512_Skylake",
-        "AVX512_Cannonlake", "AVX512_SapphireRapids", "AVX512_Zen4", "AVX512_Zen5", "AVXVNNI",
-        "AVX10_1")
-
-
-def _cannot_measure_here(target) -> str | None:
-    """Why this machine's CPU cannot run ``target``'s host code (None: it can). Every candidate
-    of such a target failed in the worker, each with a page of linker errors (another
-    architecture) or a SIGILL (an instruction set this CPU lacks), and the run ended with 'no
-    schedule could be measured'."""
-    import halide as hl
-
-    host = targets.host()
-    if not targets.host_cpu(target):
-        return f"cannot run {target.arch.name.lower()}-{target.bits}-{target.os.name.lower()} code"
-    lacking = [n.lower() for n in _ISA if hasattr(hl.TargetFeature, n)
-               and target.has_feature(getattr(hl.TargetFeature, n))
-               and not host.has_feature(getattr(hl.TargetFeature, n))]
-    return f"lacks {', '.join(lacking)}" if lacking else None
 
 
 def _can_run(target) -> bool:

@@ -306,4 +306,4 @@ def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_
         base = e.baselines.get("default")
         vs = f" (default {base:.3f} ms)" if base else ""
         click.echo(f"{name}: stored {e.key} in {out.path(op.name, e.key.family)}: "
-                   f"{e.time_ms if e.time_ms is None else f'{e.time_ms:.3f} ms'}{vs}")
+                   f"{'not timed (--no-measure)' if e.time_ms is None else f'{e.time_ms:.3f} ms'}{vs}")

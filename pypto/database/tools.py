@@ -13,7 +13,7 @@ import numpy as np
 from ..compiler import targets
 from ..compiler.jit import compile_built
 from ..compiler.lower import build, fingerprint
-from ..errors import PyptoError
+from ..errors import PyptoError, TargetError
 from .entry import Entry, Key, provenance
 from .store import Database, DirectoryDatabase, better
 
@@ -198,10 +198,34 @@ def _prune_file(current, *, path: Path, fps: dict, report: list[str],
     return list(keep.values()) if changed and not current.problems else None
 
 
+#: CPU instruction sets a target may ask for that the host may lack (Halide's names).
+_ISA = ("SSE41", "AVX", "AVX2", "FMA", "FMA4", "F16C", "AVX512", "AVX512_KNL", "AVX512_Skylake",
+        "AVX512_Cannonlake", "AVX512_SapphireRapids", "AVX512_Zen4", "AVX512_Zen5", "AVXVNNI",
+        "AVX10_1")
+
+
+def cannot_run_here(target: hl.Target) -> str | None:
+    """Why this machine's CPU cannot run ``target``'s host code (None: it can), for whatever
+    runs a kernel to check or time it. Run anyway, such code failed to link (pages of linker
+    errors in the tuner), died of SIGSEGV (``pypto db import-autoschedule --target
+    arm-64-linux``) or of SIGILL (an instruction set this CPU lacks)."""
+    host = targets.host()
+    if not targets.host_cpu(target):
+        return f"cannot run {target.arch.name.lower()}-{target.bits}-{target.os.name.lower()} code"
+    lacking = [n.lower() for n in _ISA if hasattr(hl.TargetFeature, n)
+               and target.has_feature(getattr(hl.TargetFeature, n))
+               and not host.has_feature(getattr(hl.TargetFeature, n))]
+    return f"lacks {', '.join(lacking)}" if lacking else None
+
+
 def import_autoschedule(op, dtypes, params: Mapping, dims: Mapping[str, int], name: str,
                         target: hl.Target, db: Database, *, check: bool = True,
                         measure: bool = True) -> Entry:
     """Runs an autoscheduler, checks its output against NumPy, times it beside the default, stores it."""
+    why = cannot_run_here(target) if check or measure else None
+    if why:
+        raise TargetError(f"cannot check or time {name}'s schedule for {target} here: this "
+                          f"machine ({targets.host()}) {why}; import on a machine of that kind")
     from ..infra.inputs import make_inputs
     from ..infra.timing import compare
     from ..infra.verify import mismatch
