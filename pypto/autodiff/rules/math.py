@@ -133,8 +133,9 @@ def _atan2(c):
 def _hypot(c):
     a, b = c.inputs
     h = c.y
-    safe = ops.where(h > 0, h, 1.0)
-    return [ops.where(h > 0, c.dy * a / safe, 0.0), ops.where(h > 0, c.dy * b / safe, 0.0)]
+    # (Tested as h == 0, not h > 0: a NaN argument gets NaN, where it got 0.)
+    safe = ops.where(h == 0, 1.0, h)
+    return [ops.where(h == 0, 0.0, c.dy * a / safe), ops.where(h == 0, 0.0, c.dy * b / safe)]
 
 
 @rule("copysign")
@@ -172,13 +173,16 @@ def _fmin(c):
 @rule("logaddexp")
 def _logaddexp(c):
     a, b = c.inputs
-    return [c.dy * ops.exp(a - c.y), c.dy * ops.exp(b - c.y)]
+    # exp(a - y) is NaN at a = inf (inf - inf); the same weight as a sigmoid of a - b is 1
+    # there, as PyTorch's.
+    return [c.dy * ops.sigmoid(a - b), c.dy * ops.sigmoid(b - a)]
 
 
 @rule("logaddexp2")
 def _logaddexp2(c):
     a, b = c.inputs
-    return [c.dy * ops.exp2(a - c.y), c.dy * ops.exp2(b - c.y)]
+    ln2 = 0.6931471805599453
+    return [c.dy * ops.sigmoid((a - b) * ln2), c.dy * ops.sigmoid((b - a) * ln2)]
 
 
 @rule("fmod")
@@ -190,7 +194,12 @@ def _fmod(c):
 @rule("remainder")
 def _remainder(c):
     a, b = c.inputs
-    return [c.dy, -c.dy * ops.floor(a / b)]
+    # An infinite divisor of the other sign gives b itself (0.5 % -inf = -inf, the quotient
+    # -1, as PyTorch's gradient has it); floor(a / b) said -0.
+    # An infinite a (the value is NaN) gives NaN, as PyTorch's; floor(a / b) said +-inf.
+    q = ops.where(ops.isinf(b) & (c.y == b), -1.0, ops.floor(a / b))
+    q = ops.where(ops.isinf(a), float("nan"), q)
+    return [c.dy, -c.dy * q]
 
 
 @rule("heaviside")
