@@ -246,6 +246,7 @@ def revalidate_(op_names, dbs, target, margin, mark, dry_run, as_json):
     from ..database.store import DirectoryDatabase
     from ..ops._load import resolve_op
 
+    _check_runs_here(target)
     # A program's entries are named g_<hash> (pypto db list shows them): no op to resolve.
     names = [n if is_program(n) else resolve_op(n).name for n in op_names] or None
     if dbs:
@@ -267,6 +268,26 @@ def revalidate_(op_names, dbs, target, margin, mark, dry_run, as_json):
     lost = sum(o.action in ("drop", "mark") for o in outcomes)
     click.echo(f"{len(outcomes)} entries, {lost} lost"
                + ("; dry run: nothing written" if dry_run else ""))
+
+
+def _check_runs_here(target: str) -> None:
+    """revalidate re-times entries here: for a target this machine cannot run, every candidate
+    failed and every entry was dropped as if it had lost (`--target arm-64-linux` emptied the
+    arm-64 files)."""
+    import halide as hl
+
+    from ..compiler import targets
+    from ..database.tools import cannot_run_here
+    from ..errors import TargetError
+
+    t = targets.parse(target)
+    why = cannot_run_here(t)
+    if why is None and t.has_gpu_feature() and not hl.host_supports_target_device(t):
+        why = "has no such device"
+    if why:
+        raise TargetError(f"cannot revalidate for {target} here: entries are re-timed on this "
+                          f"machine ({targets.host()}), which {why}; run it on a machine of "
+                          "that kind (nothing was changed)")
 
 
 @db.command("import-autoschedule")
