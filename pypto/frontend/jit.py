@@ -1682,7 +1682,9 @@ def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
     """
     from .. import ops
 
-    if isinstance(pred, (bool, np.bool_)):
+    if isinstance(pred, (bool, int, float, np.bool_, np.number)):
+        # A Python value (an int flag too: it was a where() of an int64 'cond', refused as
+        # "must be a bool array"): only the chosen branch runs.
         return true_fn(*operands) if pred else false_fn(*operands)
     a, b = true_fn(*operands), false_fn(*operands)
     sa, la = _result_structure(a)
@@ -1694,13 +1696,30 @@ def cond(pred, true_fn: Callable, false_fn: Callable, *operands):
     if getattr(p, "dtype", None) is not None and np.dtype(p.dtype) != np.bool_:
         p = p != 0
     out = []
-    for x, y in zip(la, lb):
+    for i, (x, y) in enumerate(zip(la, lb)):
         dx, dy = getattr(x, "dtype", None), getattr(y, "dtype", None)
+        if not isinstance(x, (T.Tensor, np.ndarray, *_NUMBERS)) or not isinstance(
+                y, (T.Tensor, np.ndarray, *_NUMBERS)):
+            # A string, None or another object in both branches: the same one is the result
+            # (it was where() of it: "argument 'a' must be a NumPy array, got str").
+            if x is y or type(x) is type(y) and _same_value(x, y):
+                out.append(x)
+                continue
+            raise TraceError(f"pypto.cond: the branches return {_short(x, 40)} and "
+                             f"{_short(y, 40)} at result leaf #{i}; values that are not arrays "
+                             f"or numbers must be the same in both branches")
         if dx is not None and dy is not None and np.dtype(dx) != np.dtype(dy):
             raise TraceError(f"pypto.cond: the branches return dtypes {np.dtype(dx).name} and "
                              f"{np.dtype(dy).name}; cast one of them")
         out.append(ops.where(p, x, y))
     return _rebuild(sa, out)
+
+
+def _same_value(x, y) -> bool:
+    try:
+        return bool(x == y)
+    except Exception:      # an object whose == is not a truth value
+        return False
 
 
 _leading: dict = {}

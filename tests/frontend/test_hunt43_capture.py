@@ -388,3 +388,29 @@ def test_an_unhashable_argument_is_named_by_where_it_was_passed():
         f(x, [1, [{1}]])                 # was "argument (0, 1, 1, 0)"
     with pytest.raises(TraceError, match=r"argument keyword 'k'\['z'\] of type set.*a tuple"):
         f(x, k={"z": {1}})
+
+
+# -- pypto.cond -------------------------------------------------------------------------------
+
+def test_cond_takes_a_python_int_flag_as_a_bool():
+    x = np.arange(4, dtype=np.float32) - 1
+    for k in (0, 1, 2):        # was where() of an int64 'cond': "must be a bool array"
+        want = x * 2 if k else x - 1
+        np.testing.assert_array_equal(pypto.cond(k, lambda u: u * 2, lambda u: u - 1, x), want)
+        f = pypto.jit(lambda v, flag: pypto.cond(flag, lambda u: u * 2, lambda u: u - 1, v))
+        np.testing.assert_array_equal(f(x, k), want)
+
+
+def test_cond_keeps_a_value_both_branches_return_and_names_one_that_differs():
+    x = np.arange(4, dtype=np.float32) - 1
+
+    def f(v, tag_true):
+        return pypto.cond(v.sum() > 100, lambda u: (u * 2, tag_true, None),
+                          lambda u: (u - 1, "a", None), v)
+
+    got = pypto.jit(f)(x, "a")
+    np.testing.assert_array_equal(got[0], x - 1)
+    assert got[1:] == ("a", None)
+    with pytest.raises(TraceError, match=r"pypto.cond: the branches return 'b' and 'a' at "
+                                         r"result leaf #1"):
+        pypto.jit(f)(x, "b")
