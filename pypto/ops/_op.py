@@ -283,8 +283,9 @@ class Op:
         known = {p.name: p for p in self.params}
         unknown = set(given) - set(known)
         if unknown:
-            raise ParamError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
-                             f"known: {sorted(known) or 'none'}")
+            # an unknown keyword: an ArgumentError (a ParamError, and the TypeError Python gives)
+            raise ArgumentError(f"{self.name}: unknown parameter(s) {sorted(unknown)}; "
+                                f"known: {sorted(known) or 'none'}")
         out = {}
         for p in self.params:
             if p.name in given:

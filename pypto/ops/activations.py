@@ -327,7 +327,14 @@ def _gated(name, gate, reference, doc, params=()):
         + [inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY) for p in params])
     algorithm.__name__ = name
 
+    known = {p.name for p in params}
+
     def frontend(x, axis=-1, **kw):
+        for k in kw:
+            if k not in known:
+                # Python's own error for the signature below (no **kw): the public call turns it
+                # into an ArgumentError naming the op and its call, before any shape is checked.
+                raise TypeError(f"{name}() got an unexpected keyword argument {k!r}")
         a = as_array(x, name, "x")
         if a.dtype.name not in FLOATS:
             raise DtypeError(f"{name}: argument 'x' has dtype {a.dtype.name}; expected "

@@ -33,7 +33,7 @@ import math
 import halide as hl
 import numpy as np
 
-from ..errors import DtypeError, ParamError, ShapeError
+from ..errors import ArgumentError, DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
 from ._consts import lit64
 from . import elementwise as _ew
@@ -378,7 +378,8 @@ def _frontend(name: str, arg_names, cond: str | None = None):
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise ParamError(f"{name}: {e}") from None
+            # an ArgumentError (a ParamError and a TypeError, as Python raises for such a call)
+            raise ArgumentError(f"{name}: {e}; the call is {name}{sig}") from None
         values = [bound.arguments[n] for n in arg_names]
         arrays, dt = _operands(name, arg_names, values, cond)
         if traced(arrays):           # inside a traced program: scalars become 0-d inputs

@@ -28,7 +28,7 @@ import string
 import halide as hl
 import numpy as np
 
-from ..errors import DtypeError, ParamError, ShapeError
+from ..errors import ArgumentError, DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit
 from ._op import Param, op
@@ -232,8 +232,8 @@ def _einsum_frontend(*args, **kwargs):
     else:
         raise ParamError(f"{name}: give the subscripts, e.g. einsum('ij,jk->ik', a, b)")
     if kwargs:
-        raise ParamError(f"{name}: unknown keyword argument(s) {sorted(kwargs)}; einsum takes "
-                         f"the subscripts and the operands")
+        raise ArgumentError(f"{name}: unknown keyword argument(s) {sorted(kwargs)}; einsum takes "
+                            f"the subscripts and the operands")
     if not operands:
         raise ParamError(f"{name}: give at least one operand after the subscripts")
     ops = [as_array(x, name, f"operands[{i}]") for i, x in enumerate(operands)]

@@ -55,7 +55,7 @@ import threading
 import halide as hl
 import numpy as np
 
-from ..errors import DtypeError, ParamError
+from ..errors import ArgumentError, DtypeError, ParamError
 from ..runtime import as_array
 from ._consts import lit64
 from ._op import Param, op
@@ -818,7 +818,8 @@ def _frontend(name: str, params, check=None):
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as e:
-                raise ParamError(f"{name}: {e}") from None
+                # an ArgumentError (a ParamError and a TypeError, as Python raises for such a call)
+                raise ArgumentError(f"{name}: {e}; the call is {name}{sig}") from None
             bound.apply_defaults()
             given = dict(bound.arguments)
             x = given.pop("x")
