@@ -885,7 +885,7 @@ class JitFunction:
         self._owns_out = _owns_out(fn)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        return self if obj is None else _BoundJit(self, obj)
 
     def __call__(self, *args, **kwargs):
         from ..compiler import targets
@@ -1268,6 +1268,50 @@ class JitFunction:
         return "\n".join(lines)
 
 
+class _BoundJit:
+    """A jitted function defined in a class body, read from an instance: calls pass the
+    instance first, as a bound method does. (A functools.partial had no ``explain``,
+    ``stats`` or ``__wrapped__``: ``layer.forward.explain(x)`` was an AttributeError.)"""
+
+    __slots__ = ("jit", "obj")
+
+    def __init__(self, jit: JitFunction, obj):
+        self.jit, self.obj = jit, obj
+
+    def __call__(self, *args, **kwargs):
+        return self.jit(self.obj, *args, **kwargs)
+
+    def explain(self, *args, **kwargs) -> str:
+        """:meth:`JitFunction.explain` of this call (the instance passed first)."""
+        return self.jit.explain(self.obj, *args, **kwargs)
+
+    @property
+    def stats(self) -> Stats:
+        return self.jit.stats       # one per function, shared by its instances
+
+    @property
+    def __wrapped__(self):
+        """The plain method, bound to the instance: it runs op by op, untraced."""
+        import types
+
+        return types.MethodType(self.jit.fn, self.obj)
+
+    @property
+    def __name__(self) -> str:
+        return self.jit.name
+
+    @property
+    def __self__(self):
+        return self.obj
+
+    @property
+    def __func__(self):
+        return self.jit.fn
+
+    def __repr__(self) -> str:
+        return f"<bound jitted method {self.jit.name} of {self.obj!r}>"
+
+
 _MISS = object()
 
 
@@ -1310,7 +1354,7 @@ def _children(obj):
         return []
     if isinstance(obj, functools.partial):
         return [(("item", i), a) for i, a in enumerate(obj.args)] + [(("pfunc", 0), obj.func)]
-    if isinstance(obj, types.MethodType):
+    if isinstance(obj, (types.MethodType, _BoundJit)):
         return [(("mself", 0), obj.__self__), (("mfunc", 0), obj.__func__)]
     if isinstance(obj, types.FunctionType):
         names = obj.__code__.co_freevars

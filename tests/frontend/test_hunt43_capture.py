@@ -414,3 +414,17 @@ def test_cond_keeps_a_value_both_branches_return_and_names_one_that_differs():
     with pytest.raises(TraceError, match=r"pypto.cond: the branches return 'b' and 'a' at "
                                          r"result leaf #1"):
         pypto.jit(f)(x, "b")
+
+
+def test_a_jitted_method_read_from_an_instance_has_explain_stats_and_wrapped():
+    layer = _Layer(np.ones((3, 2), np.float32), 2.0)
+    x = _x()
+    bound = layer.forward
+    np.testing.assert_allclose(bound(x), x @ layer.w * 2.0)
+    assert "this call replays" in bound.explain(x)      # AttributeError on a partial
+    assert bound.stats is _Layer.forward.stats and bound.__name__ == "forward"
+    np.testing.assert_allclose(bound.__wrapped__(x), x @ layer.w * 2.0)
+    outer = pypto.jit(layer.forward)          # a program around it still sees a new weight
+    np.testing.assert_allclose(outer(x), x @ layer.w * 2.0)
+    layer.w = np.full((3, 2), 4.0, np.float32)
+    np.testing.assert_allclose(outer(x), x @ layer.w * 2.0)
