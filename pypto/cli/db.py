@@ -85,34 +85,48 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
     from ..compiler import targets
     from ..compiler.lower import build
     from ..infra.jsonio import dumps
+    from ..database.programs import is_program, op_for_entry
+    from ..errors import PyptoError
     from ..ops._load import resolve_op
     from ..schedule.apply import apply_schedule
 
-    op = resolve_op(op_name)
+    # A program's entries are named g_<hash> (`pypto db list` shows them): no op to resolve;
+    # its graph file beside the entry rebuilds it for --as-python.
+    op = None if is_program(op_name) else resolve_op(op_name)
+    name = op_name if op is None else op.name
     fam = targets.family(targets.parse(target))
     want = parse_shape(shape) if shape else None
-    found, problems = 0, []
+    found, problems, unprintable = 0, [], 0
     for d in _dbs(dbs):
-        problems += d.problems_of(op.name, fam)
-        for e in d.entries(op.name, fam):
+        problems += d.problems_of(name, fam)
+        for e in d.entries(name, fam):
             if want and e.key.shape_dict != want:
                 continue
             if dtype and dtype not in e.key.dtypes:
                 continue
-            if params and dict(e.key.params) != op.resolve_params(parse_params(params)):
+            if params and dict(e.key.params) != (op.resolve_params(parse_params(params)) if op
+                                                 else parse_params(params)):
                 continue
             found += 1
             click.echo(click.style(f"# {e.key}  [{d.name}]", bold=True))
             click.echo(f"# time {e.time_ms} ms; baselines {e.baselines}")
             click.echo(f"# provenance {e.provenance}")
             if as_python:
-                built = build(op, e.key.dtypes, dict(e.key.params))
-                click.echo("\n".join(apply_schedule(built, e.schedule)))
+                try:
+                    eop = op if op is not None and not hasattr(op, "specialize") else \
+                        op_for_entry(getattr(d, "root", "."), e.key.op)
+                    built = build(eop, e.key.dtypes, dict(e.key.params))
+                    click.echo("\n".join(apply_schedule(built, e.schedule)))
+                except PyptoError as err:   # one entry that does not apply: say so, show the rest
+                    unprintable += 1
+                    click.echo(f"error: cannot print {e.key} as Python: {err}", err=True)
             else:
                 click.echo(dumps(e.schedule.to_json()).rstrip())
     _unread(problems)
     if not found:
-        click.echo(f"no entries for {op.name} on {fam}", err=True)
+        click.echo(f"no entries for {name} on {fam}", err=True)
+        sys.exit(1)
+    if unprintable:
         sys.exit(1)
 
 
