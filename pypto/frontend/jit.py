@@ -35,6 +35,8 @@ from .graph import Graph, GraphOp, dom
 
 #: Default cap on traces per jitted function (signatures plus newly seen break values).
 RECOMPILE_LIMIT = 8
+#: Cache misses a jitted function keeps for ``explain()`` (the latest).
+_MISSES_KEPT = 64
 #: Ops per pipeline before a program is cut into several (Halide's compile time grows faster
 #: than linearly with the number of Funcs).
 FUNC_BUDGET = 48
@@ -876,7 +878,10 @@ class JitFunction:
         self.stats = Stats()
         self._cache: dict[tuple, _Step] = {}
         self._fast: dict[tuple, _Step] = {}      # arrays-only calls: (shapes/dtypes, target)
-        self._misses: list[str] = []
+        # The last _MISSES_KEPT misses for explain() (a varying static argument past the limit
+        # added one per call, and one lock per signature below: without bound), and how many.
+        self._misses: collections.deque[str] = collections.deque(maxlen=_MISSES_KEPT)
+        self._n_misses = 0
         self._lock = threading.RLock()
         self._tracing: dict = {}      # signature -> the lock its trace holds
         self._limit_hit = False
@@ -938,14 +943,19 @@ class JitFunction:
         # the first one's trace and replay it (each trace counts toward recompile_limit).
         with self._lock:
             gate = self._tracing.setdefault(key, threading.RLock())
-        with gate:
-            with self._lock:
-                now = self._cache.get(key)
-            if now is not None and now is not root:
-                out = self._counted_replay(now, leaves, into, args)
-                if not isinstance(out, _Miss) and out is not _MISS:
-                    return out
-            return self._trace(key, struct, leaves, reason, into)
+        try:
+            with gate:
+                with self._lock:
+                    now = self._cache.get(key)
+                if now is not None and now is not root:
+                    out = self._counted_replay(now, leaves, into, args)
+                    if not isinstance(out, _Miss) and out is not _MISS:
+                        return out
+                return self._trace(key, struct, leaves, reason, into)
+        finally:
+            with self._lock:        # threads waiting hold it already; later ones find the cache
+                if self._tracing.get(key) is gate:
+                    del self._tracing[key]
 
     def _counted_replay(self, root: _Step, leaves, into=None, args=()):
         if root.scalars:
@@ -970,7 +980,7 @@ class JitFunction:
             if not self._limit_hit:
                 warnings.warn(msg, RuntimeWarning, stacklevel=3)
                 self._limit_hit = True
-            self._misses.append(f"not traced (limit): {reason}")
+            self._miss(f"not traced (limit): {reason}")
             return self._eager(struct, leaves, into)
         try:
             out = self._trace_once(key, struct, leaves, into)
@@ -978,13 +988,18 @@ class JitFunction:
             # A trace that raised left nothing in the cache: it does not count toward
             # recompile_limit (three calls with a bad argument used up a limit of 3, and every
             # later call of the function, good ones too, ran eagerly).
-            self._misses.append(f"{reason} (the trace raised {type(e).__name__}; not counted "
+            self._miss(f"{reason} (the trace raised {type(e).__name__}; not counted "
                                 f"toward recompile_limit)")
             raise
-        self._misses.append(reason)
+        self._miss(reason)
         self.stats.traces += 1
         GLOBAL.traces += 1
         return out
+
+    def _miss(self, text: str) -> None:
+        with self._lock:
+            self._misses.append(text)
+            self._n_misses += 1
 
     def _eager(self, struct, leaves, into=None):
         """The function run op by op on the arrays (no trace, nothing cached), its results
@@ -1264,7 +1279,10 @@ class JitFunction:
                 for child in step.children.values():
                     stack.append((child, depth + (step.brk is not None)))
         lines.append("cache misses:")
-        lines += [f"  {i + 1}. {m}" for i, m in enumerate(self._misses)] or ["  none"]
+        first = self._n_misses - len(self._misses)
+        if first:
+            lines.append(f"  ({first} earlier not kept)")
+        lines += [f"  {first + i + 1}. {m}" for i, m in enumerate(self._misses)] or ["  none"]
         return "\n".join(lines)
 
 

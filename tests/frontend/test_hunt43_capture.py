@@ -428,3 +428,18 @@ def test_a_jitted_method_read_from_an_instance_has_explain_stats_and_wrapped():
     np.testing.assert_allclose(outer(x), x @ layer.w * 2.0)
     layer.w = np.full((3, 2), 4.0, np.float32)
     np.testing.assert_allclose(outer(x), x @ layer.w * 2.0)
+
+
+# -- what a jitted function keeps per call stays bounded -----------------------------------------
+
+def test_calls_past_the_limit_keep_no_state_per_call():
+    f = pypto.jit(lambda x, k: x * k, recompile_limit=2)
+    x = np.ones(3, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for i in range(300):            # a varying static argument, past the limit
+            assert f(x, i)[0] == i
+    text = f.explain(x, 5)
+    assert "(236 earlier not kept)" in text and "  300. not traced (limit)" in text
+    assert len(text.splitlines()) < 80          # 300 misses listed, one per call, before
+    assert not f._tracing                       # a lock per signature was kept forever
