@@ -102,7 +102,7 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
         for e in d.entries(name, fam):
             if want and e.key.shape_dict != want:
                 continue
-            if dtype and dtype not in e.key.dtypes:
+            if dtype and not _dtypes_match(dtype, e.key.dtypes):
                 continue
             if params and dict(e.key.params) != (op.resolve_params(parse_params(params)) if op
                                                  else parse_params(params)):
@@ -128,6 +128,13 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
         sys.exit(1)
     if unprintable:
         sys.exit(1)
+
+
+def _dtypes_match(given: str, dtypes: tuple[str, ...]) -> bool:
+    """--dtype as the other commands take it: one name (any input of that dtype), or one per
+    input, comma-separated ('float32,float32' matched nothing: it was looked up as one name)."""
+    parts = tuple(p.strip() for p in given.split(","))
+    return parts == dtypes if len(parts) > 1 else parts[0] in dtypes
 
 
 @db.command("validate")

@@ -54,3 +54,12 @@ def test_an_entry_that_does_not_apply_is_named_and_the_others_still_print(tmp_pa
     assert r.exit_code == 1
     assert "cannot print" in r.stderr and "no_such_func" in r.stderr and "M=8" in r.stderr
     assert "M=16" in r.stdout and "out.parallel(mo)" in r.stdout
+
+
+def test_show_takes_dtype_as_the_other_commands_do(tmp_path):
+    DirectoryDatabase(tmp_path).commit([matmul_entry(8, 8, 8)])
+    for given, shown in (("float32", True), ("float32,float32", True), ("float64", False),
+                         ("float32,float64", False)):
+        r = CliRunner().invoke(cli, ["db", "show", f"{TOY}:toy_matmul", "--db", str(tmp_path),
+                                     "--dtype", given])
+        assert (r.exit_code == 0 and "M=8" in r.stdout) == shown, (given, r.output)
