@@ -132,10 +132,17 @@ def merge(sources: Iterable[str | Path], dest: str | Path) -> int:
 def _copy_graphs(src_root: Path, dest_root: Path, names: set[str]) -> None:
     from .programs import graph_path, write_graph
 
+    from .store import MAX_FILE_BYTES
+
+    folder = graph_path(src_root, "x").parent.resolve()
     for name in sorted(names):
         src, dst = graph_path(src_root, name), graph_path(dest_root, name)
-        if src.is_file() and not dst.exists():
-            write_graph(dest_root, name, src.read_text())
+        # Only a plain file inside the source's own folder: a link there could name any file
+        # of the user's (a key), whose text would be copied into the destination.
+        if (src.is_symlink() or not src.is_file() or src.resolve().parent != folder
+                or src.stat().st_size > MAX_FILE_BYTES or dst.exists()):
+            continue
+        write_graph(dest_root, name, src.read_text())
 
 
 def prune(db: DirectoryDatabase, *, dry_run: bool = False) -> list[str]:

@@ -44,3 +44,16 @@ def test_merge_of_one_file_copies_it_too_and_keeps_a_graph_already_there(tmp_pat
     dest_graph.write_text(mine)
     merge([src_file], tmp_path / "dest")
     assert dest_graph.read_text() == mine                    # not overwritten
+
+
+def test_a_graph_file_that_is_a_link_is_not_followed(tmp_path):
+    name = _program_db(tmp_path / "src")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the database")
+    link = graph_path(tmp_path / "src", name)
+    link.unlink()
+    link.symlink_to(secret)
+    merge([tmp_path / "src"], tmp_path / "dest")
+    assert not graph_path(tmp_path / "dest", name).exists()
+    assert all("not for the database" not in p.read_text(errors="replace")
+               for p in (tmp_path / "dest").rglob("*") if p.is_file())
