@@ -1501,13 +1501,19 @@ def _find_scalars(fn, args=()) -> list[tuple]:
     import types
 
     out = []
+    frontier = [((("fn",),), fn)]
+    seen = {id(fn)}
     for i, a in enumerate(args):
+        if isinstance(a, (types.FunctionType, types.MethodType, functools.partial)):
+            # a function passed in (an activation): the numbers it reads, as the function's
+            if id(a) not in seen:
+                seen.add(id(a))
+                frontier.append(((("arg", i),), a))
+            continue
         if isinstance(a, (np.ndarray, list, tuple, dict, str, bytes, type(None), *_NUMBERS)):
             continue     # arrays are arguments; containers and numbers are in the signature
         out += [((("arg", i), step), _number_key(v), v) for step, v in _children(a)
                 if step[0] in ("attr", "item") and isinstance(v, _NUMBERS)]
-    frontier = [((("fn",),), fn)]
-    seen = {id(fn)}
     for _ in range(_FIND_DEPTH):
         nxt = []
         for path, obj in frontier:
@@ -1547,7 +1553,7 @@ def _scalars_moved(scalars: list[tuple], fn, args=()) -> "_Miss | None":
     a closure variable or global of ``fn`` itself is read directly.)"""
     for path, key, was in scalars:
         try:
-            if len(path) == 2 and path[1][0] == "global":
+            if len(path) == 2 and path[0] == ("fn",) and path[1][0] == "global":
                 now = fn.__globals__[path[1][1]]
             else:
                 now = _follow(path, fn, args)

@@ -443,3 +443,17 @@ def test_calls_past_the_limit_keep_no_state_per_call():
     assert "(236 earlier not kept)" in text and "  300. not traced (limit)" in text
     assert len(text.splitlines()) < 80          # 300 misses listed, one per call, before
     assert not f._tracing                       # a lock per signature was kept forever
+
+
+def test_a_number_read_by_a_function_passed_in_is_checked_on_replay():
+    ns = {}
+    exec("s = 2.0\ndef act(v):\n    return v * s\n", ns)    # globals of another module
+    act = ns["act"]
+    f = pypto.jit(lambda x, g: g(x) + 1)
+    x = _x()
+    for _ in range(2):
+        np.testing.assert_allclose(f(x, act), x * 2.0 + 1)
+    assert f.stats.traces == 1           # read where the function looks it up: no storm
+    ns["s"] = 5.0
+    np.testing.assert_allclose(f(x, act), x * 5.0 + 1)     # replayed x * 2 + 1
+    assert "argument #1 -> global 's' changed from 2.0 to 5.0" in f.explain(x, act)
