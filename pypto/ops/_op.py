@@ -246,6 +246,42 @@ class Op:
         if "out" in {t.name for t in self.inputs} | {p.name for p in self.params}:
             raise OpDefinitionError(f"{where}: 'out' names the output array of every op call "
                                     f"(out=); name the input or parameter otherwise")
+        # What help(), IPython's ``?`` and editors show for ``pypto.ops.<name>`` (an instance:
+        # it showed the Op class's own docstring, the same for every op).
+        self.__doc__ = self._user_doc()
+        sig = self._public_sig()
+        if sig is not None:
+            self.__signature__ = sig
+
+    def _public_sig(self) -> inspect.Signature | None:
+        """The call as users make it: the frontend's (or the reference's) parameters and
+        ``out=``."""
+        try:
+            sig = inspect.signature(self.frontend or self.reference)
+        except (TypeError, ValueError):
+            return None
+        ps = list(sig.parameters.values())
+        if "out" not in sig.parameters:
+            at = len(ps) - (bool(ps) and ps[-1].kind is ps[-1].VAR_KEYWORD)
+            ps.insert(at, inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+        try:
+            return sig.replace(parameters=ps)
+        except ValueError:
+            return sig
+
+    def _user_doc(self) -> str:
+        front = inspect.cleandoc((self.frontend.__doc__ or "") if self.frontend else "")
+        lines = [self.public_signature(), "", front or self.doc or f"The {self.name} op."]
+        if front and self.doc:
+            lines += ["", "Kernel: " + self.signature(), "", self.doc]
+        lines += ["", "dtypes: " + "; ".join(", ".join(sig) for sig in self.dtypes)]
+        for p in self.params:
+            default = "" if p.default is inspect.Parameter.empty else f", default {p.default!r}"
+            lines.append(f"kernel param {p.name} ({p.kind.__name__}{default}): "
+                         f"{p.doc}".rstrip(": "))
+        lines += ["", "out=: an array of the result's shape and dtype to write into (a tuple for "
+                      "several outputs)."]
+        return "\n".join(lines)
 
     # -- declaration helpers --------------------------------------------------------------------
     @property
