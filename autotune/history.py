@@ -71,6 +71,8 @@ def histories(storage: str, match: Iterable[str] = ()) -> list[dict[str, Any]]:
         for s in optuna.get_all_study_summaries(url, include_best_trial=False):
             if match and not any(m in s.study_name for m in match):
                 continue
+            if list(s.directions) != [optuna.study.StudyDirection.MINIMIZE]:
+                continue   # not a tuner's study (another tool's, in the same storage): no times
             out.append(study_history(optuna.load_study(study_name=s.study_name, storage=url)))
         return out
 
