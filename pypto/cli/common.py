@@ -15,6 +15,8 @@ def writable_file(ctx, param, value):
 
     if value is None or value == "-":
         return value
+    if Path(value).is_dir():
+        raise click.BadParameter(f"{value!r} is a folder; give a file name")
     folder = Path(value).parent
     if not folder.is_dir():
         raise click.BadParameter(f"the folder {str(folder)!r} does not exist; create it first")
