@@ -1052,11 +1052,17 @@ class JitFunction:
             first: dict = {}
             computed = [first.setdefault((t.node.id, t.index), a)
                         for t, a in zip(tensors_out, computed)]
-            if self.fuse and len([s for s in rec.steps if s.segment is not None]) > 1:
+            n_segments = len([s for s in rec.steps if s.segment is not None])
+            if self.fuse and n_segments > 1:
                 from ..errors import FusionError
 
-                raise FusionError(f"@pypto.fuse {self.name}: the function ran as "
-                                  f"{len(rec.steps)} pipelines, not one")
+                n_ops = sum(n.kind == "op" for n in ctx.nodes)
+                why = (f"it has {n_ops} ops and one pipeline holds at most {FUNC_BUDGET} (or a "
+                       f"schedule's directives)" if n_ops > FUNC_BUDGET else
+                       "its schedule would pass the directives one pipeline may hold")
+                raise FusionError(f"@pypto.fuse {self.name}: the function ran as {n_segments} "
+                                  f"pipelines, not one: {why}. Use @pypto.jit, which cuts it "
+                                  f"into pipelines, or fuse smaller functions")
         finally:
             T.deactivate(token)
         # Link the recorded steps into the tree under this signature.

@@ -457,3 +457,14 @@ def test_a_number_read_by_a_function_passed_in_is_checked_on_replay():
     ns["s"] = 5.0
     np.testing.assert_allclose(f(x, act), x * 5.0 + 1)     # replayed x * 2 + 1
     assert "argument #1 -> global 's' changed from 2.0 to 5.0" in f.explain(x, act)
+
+
+def test_fuse_says_why_a_long_function_is_not_one_pipeline_and_what_to_do():
+    def f(x):
+        for _ in range(30):
+            x = o.sin(x) * 1.01
+        return x
+
+    with pytest.raises(pypto.FusionError, match=r"ran as \d pipelines, not one: it has 60 ops "
+                                                r"and one pipeline holds at most 48.*@pypto.jit"):
+        pypto.fuse(f)(np.ones(8, np.float32))
