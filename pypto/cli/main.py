@@ -12,16 +12,36 @@ from ..errors import PyptoError
 
 
 class _Group(click.Group):
-    """Turns PyptoError into one clear line and exit status 2 (``--debug`` shows the traceback)."""
+    """Turns PyptoError into one clear line and exit status 2 (``--debug`` shows the traceback).
+
+    So does an OSError the command did not foresee (a disk that fills up, a file another
+    process removes or locks): it says what the system refused and where, not a traceback.
+    Ctrl-C ends with status 130 and one line.
+    """
 
     def invoke(self, ctx):
+        def debug() -> bool:      # set by the group's callback, inside super().invoke
+            return bool(ctx.obj and ctx.obj.get("debug"))
+
         try:
             return super().invoke(ctx)
         except PyptoError as e:
-            if ctx.obj and ctx.obj.get("debug"):
+            if debug():
                 raise
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except OSError as e:
+            if debug():
+                raise
+            where = f": {e.filename}" if e.filename else ""
+            click.echo(f"error: {e.strerror or e}{where} (run with --debug for the traceback)",
+                       err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            if debug():
+                raise
+            click.echo("\ninterrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
