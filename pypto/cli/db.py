@@ -31,6 +31,21 @@ def _folders(paths):
     return paths
 
 
+def _family_of(given: str) -> str:
+    """A family name as the files are named, or the family of a target such as --target takes
+    everywhere else (`--target host` listed nothing: no folder is named host)."""
+    from ..compiler import targets
+    from ..database.entry import FAMILY_RE
+    from ..errors import TargetError
+
+    try:
+        return targets.family(targets.parse(given))
+    except TargetError:
+        if FAMILY_RE.match(given):
+            return given      # a family with no target of that name (arm-64, x86-64-avx2-cuda)
+        raise
+
+
 def _unread(problems) -> None:
     """Says on stderr which stored files or entries were skipped because they do not load."""
     for p in problems:
@@ -51,10 +66,13 @@ def db():
 
 @db.command("list")
 @click.option("--op", "op_name", default=None, help="Only this op.")
-@click.option("--target", "family", default=None, help="Only this target family (e.g. x86-64-avx2).")
+@click.option("--target", "family", default=None,
+              help="Only this target family (e.g. x86-64-avx2, arm-64), or the family of a target "
+                   "(host, arm-64-linux, cuda, a Halide target string).")
 @db_option
 def list_(op_name, family, dbs):
     """List stored entries."""
+    family = _family_of(family) if family else None
     n, problems = 0, []
     for d in _dbs(dbs):
         problems += d.problems()

@@ -61,3 +61,15 @@ def test_a_db_folder_that_is_not_there_is_an_error(tmp_path, cmd, kind):
     assert r.exit_code == 2, r.output
     assert str(where) in r.stderr and ("does not exist" if kind == "missing" else "not a folder") in r.stderr
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_list_takes_a_target_as_the_other_commands_do(tmp_path):
+    from pypto.compiler import targets
+
+    root, _ = _db(tmp_path, torn=False)
+    fam = targets.family(targets.host())
+    for given in ("host", fam):
+        r = CliRunner().invoke(cli, ["db", "list", "--db", str(root), "--target", given])
+        assert r.exit_code == 0 and "1 entries" in r.stdout, (given, r.output)
+    r = CliRunner().invoke(cli, ["db", "list", "--db", str(root), "--target", "arm-64-linux"])
+    assert r.exit_code == 0 and "0 entries" in r.stdout
