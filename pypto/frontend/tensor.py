@@ -465,6 +465,20 @@ class Tensor:
     def __rrshift__(self, o):
         return _binop("right_shift", o, self)
 
+    def __divmod__(self, o):
+        return _binop("floor_divide", self, o), _binop("remainder", self, o)
+
+    def __rdivmod__(self, o):
+        return _binop("floor_divide", o, self), _binop("remainder", o, self)
+
+    def __round__(self, ndigits=None):
+        # NumPy's round(array): the array rounded (was a TypeError: no __round__)
+        return self.round(0 if ndigits is None else ndigits)
+
+    def __contains__(self, value) -> bool:
+        # NumPy's ``value in array``: one break on (t == value).any(), not one per element
+        return bool((self == value).any())
+
     __hash__ = object.__hash__
 
     # -- breaks: a Python value is needed -----------------------------------------------------
@@ -816,8 +830,9 @@ def _index(t: Tensor, key) -> Tensor:
         key = (key,)
     if any(isinstance(k, (Tensor, np.ndarray, list)) for k in key):
         raise TraceError(f"indexing a pypto.Tensor with an array or Tensor at {user_frame()} is "
-                         "not supported (its result shape would depend on data); use "
-                         "pypto.ops.where for masks, or a slice")
+                         "not supported in a program; for indices use pypto.ops.index_select "
+                         "(t, idx) or pypto.ops.take_along_axis, for masks pypto.ops.where, "
+                         "or give a Python int (int(i)) or a slice")
     flags = [k for k in key if isinstance(k, (bool, np.bool_))]
     if flags and not all(flags):
         raise ShapeError(f"indexing a Tensor with False at {user_frame()} gives an empty result; "

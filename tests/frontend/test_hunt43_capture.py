@@ -468,3 +468,24 @@ def test_fuse_says_why_a_long_function_is_not_one_pipeline_and_what_to_do():
     with pytest.raises(pypto.FusionError, match=r"ran as \d pipelines, not one: it has 60 ops "
                                                 r"and one pipeline holds at most 48.*@pypto.jit"):
         pypto.fuse(f)(np.ones(8, np.float32))
+
+
+# -- Python protocols on Tensors, as on NumPy arrays ------------------------------------------
+
+def test_round_divmod_and_in_work_on_a_tensor_as_on_an_array():
+    x = np.arange(6, dtype=np.float32) - 2.5
+    np.testing.assert_array_equal(pypto.jit(lambda v: round(v / 4))(x), np.round(x / 4))
+    for got, want in zip(pypto.jit(lambda v: divmod(v, 4.0))(x), divmod(x, 4.0)):
+        np.testing.assert_array_equal(got, want)      # TypeErrors before
+    for got, want in zip(pypto.jit(lambda v: divmod(7.0, v + 10))(x), divmod(7.0, x + 10)):
+        np.testing.assert_array_equal(got, want)
+    f = pypto.jit(lambda v: v * 2 if 0.5 in v else v - 1)
+    for v in (x, x + 0.25, x):
+        np.testing.assert_array_equal(f(v), v * 2 if 0.5 in v else v - 1)
+    assert f.stats.traces == 2        # one break per value of 'in', not one per element
+
+
+def test_indexing_with_a_tensor_names_the_ops_that_do_it():
+    x = np.arange(6, dtype=np.float32)
+    with pytest.raises(TraceError, match=r"pypto.ops.index_select.*int\(i\)"):
+        pypto.jit(lambda v: v[v.argmax()] * 2)(x)
