@@ -42,6 +42,9 @@ def _advice(url: str, err: BaseException) -> str:
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):
             return f"the folder {folder} does not exist; create it or give another --storage"
+        if os.path.isdir(path):
+            return (f"{path} is a folder; give a file in it, e.g. "
+                    f"--storage {os.path.join(path, 'pypto_tune.db')}")
         if os.path.exists(path):
             return (f"{path} is not an Optuna SQLite database (or cannot be read); give another "
                     "--storage, or move the file away")
