@@ -183,6 +183,7 @@ def _compile_problems(paths) -> list[str]:
     from ..compiler.check import compile_problem
     from ..database.programs import op_for_entry
     from ..database.store import DirectoryDatabase
+    from ..database.tools import key_mismatch
     from ..errors import PyptoError
 
     out = []
@@ -200,6 +201,8 @@ def _compile_problems(paths) -> list[str]:
                 op = op_for_entry(db.root, e.key.op)
             except PyptoError:
                 continue  # reported by the deep check
+            if key_mismatch(op, e.key):
+                continue  # reported by the deep check (building the op from it would fail)
             why = compile_problem(op, e.key.dtypes, dict(e.key.params), e.schedule, e.key.family)
             if why is not None:
                 out.append(f"{p}: {e.key}: {why}")

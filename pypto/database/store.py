@@ -324,6 +324,11 @@ class DirectoryDatabase(Database):
             doc = strict_loads(raw, where)
         except DatabaseError as e:
             return LoadResult([], [str(e)]), {}
+        version = doc.get("format") if isinstance(doc, dict) else None
+        if type(version) is int and version > FORMAT:
+            return LoadResult([], [
+                f"{where}: written in database format {version}, newer than this PyPTO reads "
+                f"({FORMAT}); upgrade PyPTO to use it (nothing in it was changed)"]), {}
         problems = validate_document(doc, where)
         if problems:
             return LoadResult([], problems), {}

@@ -50,6 +50,10 @@ def _deep_check(entries: list[Entry], where: str, root) -> list[str]:
     for e in entries:
         try:
             op = op_for_entry(root, e.key.op)
+            why = key_mismatch(op, e.key)
+            if why:
+                out.append(f"{where}: {e.key}: {why}")
+                continue
             built = build(op, e.key.dtypes, dict(e.key.params))
             fp = fingerprint(built)
             if fp != e.key.fingerprint:
@@ -61,6 +65,25 @@ def _deep_check(entries: list[Entry], where: str, root) -> list[str]:
         except PyptoError as err:
             out.append(f"{where}: {e.key}: {err}")
     return out
+
+
+def key_mismatch(op, key: Key) -> str | None:
+    """Why ``key`` cannot be a key of ``op`` (None: it can): its dtypes are not one of the op's
+    signatures, its shape does not name the op's input dims, or its parameters are not the op's.
+    Such an entry never serves a call; building the op from it raised TypeError (a traceback
+    from ``pypto db validate --deep`` and ``prune``)."""
+    if tuple(key.dtypes) not in {tuple(d) for d in op.dtypes}:
+        return (f"dtypes {'/'.join(key.dtypes)} are not a signature of {op.name} (it takes "
+                + "; ".join("/".join(d) for d in op.dtypes) + ")")
+    dims, want = set(key.shape_dict), set(op.input_dims)
+    if dims != want:
+        return (f"shape names {', '.join(sorted(dims)) or 'no dims'}; {op.name}'s input dims are "
+                f"{', '.join(sorted(want))}")
+    try:
+        op.resolve_params(dict(key.params))
+    except PyptoError as err:
+        return f"parameters: {err}"
+    return None
 
 
 @dataclasses.dataclass
@@ -185,6 +208,9 @@ def _prune_file(current, *, path: Path, fps: dict, report: list[str],
         k = e.key
         try:
             op = op_for_entry(root, k.op)
+            why = key_mismatch(op, k)
+            if why:
+                raise PyptoError(why)
         except PyptoError as err:
             report.append(f"{path}: {k}: cannot be checked here ({err}); kept")
             keep[k] = e if k not in keep else better(keep[k], e)
