@@ -435,11 +435,17 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
     fp = fingerprint(build(op, dtypes, params))
     fam = targets.family(t)
     pkey = tuple(sorted(params.items()))
-    seen, variants = set(), []
+    from ..database.tools import key_mismatch
+
+    seen, variants, passed_over = set(), [], []
     for db in search_path():
         for e in db.entries(op.name, fam):
             k = e.key
             if k.dtypes == dtypes and k.params == pkey and k.fingerprint == fp and k.shape not in seen:
+                why = key_mismatch(op, k)
+                if why:    # one such entry stopped the whole build ('shape must name M, K, N')
+                    passed_over.append(f"{op.name}: {k} in {db.name} passed over: {why}")
+                    continue
                 seen.add(k.shape)
                 variants.append((e.key.shape_dict, e.schedule, str(e.key)))
     if require_tuned and not variants:
@@ -532,6 +538,6 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
             moved.append(out / p.name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    warnings = [] if variants else [f"{op.name}: no tuned schedules on {fam}; the library has only "
-                                    "the default variant"]
+    warnings = passed_over + ([] if variants else [
+        f"{op.name}: no tuned schedules on {fam}; the library has only the default variant"])
     return BuildResult(out_dir=out, files=moved, manifest=manifest, warnings=warnings)

@@ -52,3 +52,29 @@ def test_a_plain_name_still_builds(tmp_path):
     r = _build(tmp_path, "--name", "my_add2", "--shape", "R=4,C=4")
     assert r.exit_code == 0, r.output
     assert (tmp_path / "out" / "my_add2.a").is_file() and (tmp_path / "out" / "my_add2.h").is_file()
+
+
+def test_all_shapes_passes_over_an_entry_whose_shape_is_not_the_ops(tmp_path, monkeypatch):
+    import dataclasses
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "database"))
+    from dbhelpers import matmul_entry
+
+    from pypto.database import DirectoryDatabase
+
+    good = matmul_entry(8, 8, 8)
+    odd = matmul_entry(16, 16, 16)
+    odd = dataclasses.replace(odd, key=dataclasses.replace(odd.key, shape=odd.key.shape + (("Z", 2),)))
+    DirectoryDatabase(tmp_path / "db").commit([good, odd])
+    monkeypatch.setenv("PYPTO_NO_SHIPPED_SCHEDULES", "1")
+    monkeypatch.setenv("PYPTO_USER_SCHEDULES", "off")
+    monkeypatch.setenv("PYPTO_SCHEDULES", str(tmp_path / "db"))
+    toy = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "toyops.py")
+    r = CliRunner().invoke(cli, ["build", "--op", f"{toy}:toy_matmul", "--all-shapes",
+                                 "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert "Z=2" in r.stderr and "passed over" in r.stderr
+    assert "with 3 variant(s)" in r.stdout             # the good entry and the two defaults
