@@ -85,7 +85,9 @@ def usable_dir() -> Path | None:
     elsewhere = "set PYPTO_CACHE_DIR to a folder of your own"
     why = untrusted_ancestor(Path(os.path.realpath(root)))  # where a link to it really points
     fix = f"A folder above it lets others replace it: {elsewhere}."
-    if why is None and os.path.lexists(root):
+    if why is None and os.path.lexists(root) and not os.path.isdir(root):
+        why, fix = f"{root} is not a folder", f"Remove it, or {elsewhere}."
+    elif why is None and os.path.lexists(root):
         why = untrusted(root, follow=True)
         why = why and f"{root} {why}"
         fix = f"Make it yours and private (chmod go-w {root}), or {elsewhere}."

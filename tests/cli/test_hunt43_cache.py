@@ -51,3 +51,13 @@ def test_clear_removes_a_real_kernel_and_its_folders(tmp_path):
     r = subprocess.run(clear, env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "removed 1 entries" in r.stdout, r.stdout + r.stderr
     assert list((tmp_path / "c").iterdir()) == []
+
+
+def test_info_says_whether_calls_use_the_cache(tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "afile"))
+    r = CliRunner().invoke(cli, ["cache", "info"])
+    assert r.exit_code == 0 and "in use: no" in r.stdout and "is not a folder" in r.stdout
+    monkeypatch.setenv("PYPTO_CACHE_DIR", str(tmp_path / "fresh"))
+    r = CliRunner().invoke(cli, ["cache", "info"])
+    assert r.exit_code == 0 and "in use: yes" in r.stdout
