@@ -65,9 +65,12 @@ def profile(op_name, shape, dtype, params, schedule_spec, target, runs, min_samp
     dims = complete_dims(op, given, p)
     dtypes = dtype_signature(op, dtype)
     t = targets.parse(target)
-    if not t.has_gpu_feature() and not targets.host_cpu(t):
+    from ..database.tools import cannot_run_here
+
+    why = cannot_run_here(t)     # another architecture, or an instruction set it lacks (SIGILL)
+    if why:
         raise PyptoError(f"profile runs the kernel here, and this machine ({targets.host()}) "
-                         f"cannot run {target}; profile on the target, or build for it "
+                         f"{why}; profile on the target, or build for it "
                          f"(`pypto build --target {target} --format static`)")
     sched = _schedule(op, schedule_spec)
     arrays = make_inputs(op, dtypes, dims, p)
