@@ -302,7 +302,11 @@ def _transpose_frontend(x, axes=None):
         return np.empty(out_shape, x.dtype)     # nothing to move, as NumPy's (a new array)
     sizes, perm = _merge_axes(x.shape, axes)
     if len(perm) <= 1:
-        # Nothing moves: the result is a dense copy.
+        # Nothing moves: the result is a dense copy (in a program, a reshape of the traced
+        # value: np.array of it needed its value in Python, a graph break, and @fuse failed
+        # on the transpose of a [1, N] value).
+        if traced((x,)):
+            return x.reshape(out_shape)
         return np.array(x, order="C").reshape(out_shape)
     cur = _writable(x).reshape(sizes)
     if len(perm) == 2:
