@@ -101,7 +101,12 @@ def main(argv=None) -> int:
     try:
         cli.main(args=args, prog_name="pypto", standalone_mode=True)
     except SystemExit as e:
-        return int(e.code or 0)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        # sys.exit("message") from an op file the command loaded: Python's own meaning
+        # (the message on stderr, status 1); int() of it was a ValueError traceback.
+        print(e.code, file=sys.stderr)
+        return 1
     return 0
 
 
