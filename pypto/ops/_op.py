@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import operator
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -99,7 +100,13 @@ class Param:
         elif kind is int:
             if isinstance(value, bool) or not hasattr(value, "__index__"):
                 raise ParamError(f"{where} expects an int, got {value!r} ({type(value).__name__})")
-            value = int(value)
+            try:
+                value = operator.index(value)
+            except TypeError:   # an array of several ints has __index__ but no single value
+                shape = getattr(value, "shape", None)
+                raise ParamError(f"{where} expects one int, got "
+                                 f"{'an array of shape ' + str(tuple(shape)) if shape else repr(value)}"
+                                 ) from None
         elif kind is float:
             if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(
                 value, "__float__"

@@ -464,6 +464,13 @@ def _masked_fill_frontend(input, mask, value):  # noqa: A002
     except ValueError:
         raise ShapeError(f"masked_fill: mask {m.shape} does not broadcast to input "
                          f"{x.shape}") from None
+    if isinstance(value, str) or not hasattr(value, "__float__"):
+        raise ParamError(f"masked_fill: 'value' must be a number (or a 0-d array), got "
+                         f"{value!r}")
+    try:
+        float(value)
+    except (TypeError, ValueError):   # an array of several numbers
+        raise ParamError(f"masked_fill: 'value' must be one number, got {value!r}") from None
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
             and int(float(value)) != int(value):
         # the fill reaches the kernel as a float64 parameter

@@ -27,6 +27,7 @@ Conventions:
 from __future__ import annotations
 
 import math
+import operator
 
 import halide as hl
 import numpy as np
@@ -73,7 +74,10 @@ def _row_sum(name: str, value_of, dims, t: hl.Type):
 def _check_axis(name: str, axis, ndim: int) -> int:
     if isinstance(axis, (bool, np.bool_)) or not hasattr(axis, "__index__"):
         raise ParamError(f"{name}: parameter 'axis' must be an int, got {axis!r}")
-    axis = int(axis)
+    try:
+        axis = operator.index(axis)
+    except TypeError:           # an array of several numbers has __index__ but no single value
+        raise ParamError(f"{name}: parameter 'axis' must be an int, got {axis!r}") from None
     if not -ndim <= axis < ndim:
         raise ParamError(f"{name}: parameter 'axis' must be in [{-ndim}, {ndim - 1}] for an input "
                          f"of rank {ndim}, got {axis}")

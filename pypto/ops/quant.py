@@ -38,7 +38,12 @@ def _check_zero_point(name, arg, zp, dtype):
 
 
 def _check_dtype(name, dtype):
-    dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if not isinstance(dtype, str):
+        try:
+            dtype = np.dtype(dtype).name
+        except TypeError:
+            raise ParamError(f"{name}: parameter 'dtype' must be 'int8' or 'uint8', got "
+                             f"{dtype!r}") from None
     if dtype not in _QRANGE:
         raise ParamError(f"{name}: parameter 'dtype' must be 'int8' or 'uint8', got {dtype!r}")
     return dtype

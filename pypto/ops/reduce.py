@@ -70,7 +70,11 @@ def _axes(name: str, axis, ndim: int, *, single: bool = False) -> tuple[int, ...
         if isinstance(a, (bool, np.bool_)) or not hasattr(a, "__index__"):
             raise ParamError(f"{name}: parameter 'axis' must be None, an int or a tuple of ints, "
                              f"got {axis!r}")
-        a = operator.index(a)
+        try:
+            a = operator.index(a)
+        except TypeError:       # an array of several numbers has __index__ but no single value
+            raise ParamError(f"{name}: parameter 'axis' must be None, an int or a tuple of ints, "
+                             f"got {axis!r}") from None
         if not -n <= a < n:
             raise ParamError(f"{name}: parameter 'axis' must be in [{-n}, {n - 1}] for an "
                              f"input of rank {ndim}, got {a}")

@@ -23,6 +23,7 @@ schedule can compute it by blocks of rows in a layout of its own.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import halide as hl
@@ -169,7 +170,7 @@ def _norm_frontend(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None
     if ord == "fro":
         ord = 2  # noqa: A001
     if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \
-            np.isnan(ord):
+            math.isnan(float(ord)):      # (np.isnan refuses a Python int beyond int64)
         raise ParamError(f"vector_norm: 'ord' must be 'fro', inf, -inf or a number, got {ord!r}")
     name = {1: "1", 2: "2", np.inf: "inf", -np.inf: "-inf", 0: "0"}.get(ord, "p")
     return _reduce_call(vector_norm, x, axis, keepdims, ord=name, p=float(ord) if name == "p" else 2.0)
