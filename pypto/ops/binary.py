@@ -33,7 +33,7 @@ import math
 import halide as hl
 import numpy as np
 
-from ..errors import ArgumentError, DtypeError, ParamError, ShapeError
+from ..errors import ArgumentError, DtypeError, ShapeError
 from ..runtime import as_array, as_traced, traced
 from ._consts import lit64
 from . import elementwise as _ew

@@ -18,7 +18,7 @@ import operator
 import halide as hl
 import numpy as np
 
-from ..errors import DtypeError, ParamError, ShapeError
+from ..errors import ParamError, ShapeError
 from ..runtime import as_array, check_inputs, traced
 from ._op import op
 
