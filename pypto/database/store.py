@@ -109,6 +109,9 @@ def _copy(e: Entry) -> Entry:
 class LoadResult:
     entries: list[Entry]
     problems: list[str]
+    #: The JSON of entries of a readable file that did not load (a directive of a newer PyPTO,
+    #: a bad factor): a write keeps them as they are, so no writer deletes what it cannot read.
+    unread: list[dict] = dataclasses.field(default_factory=list)
 
 
 #: ``update``'s callback: the file's current content (read under the lock) -> the entries the file
@@ -340,7 +343,7 @@ class DirectoryDatabase(Database):
         if doc["op"] != path.stem or doc["family"] != path.parent.name:
             return LoadResult([], [f"{where}: file says op {doc['op']!r}, family {doc['family']!r} "
                                    f"but lies at {path.parent.name}/{path.name}"]), {}
-        entries, problems, seen = [], [], {}
+        entries, problems, seen, unread = [], [], {}, []
         for i, obj in enumerate(doc["entries"]):
             kt = _key_text(obj)
             old = known.get(kt) if kt is not None else None
@@ -349,13 +352,15 @@ class DirectoryDatabase(Database):
             else:
                 e = self._check_entry(obj, f"{where} entry #{i}", problems)
                 if e is None:
+                    unread.append(obj)
                     continue
             if e.key.op != doc["op"] or e.key.family != doc["family"]:
                 problems.append(f"{where} entry #{i}: key {e.key} does not belong in this file")
+                unread.append(obj)
                 continue
             entries.append(e)
             seen[kt] = old if old is not None and old.entry is e else _Seen(obj, e)
-        return LoadResult(entries, problems), seen
+        return LoadResult(entries, problems, unread), seen
 
     def _check_entry(self, obj, where: str, problems: list[str]) -> Entry | None:
         """One entry checked against the schema and the directive grammar; None if it fails."""
@@ -432,23 +437,25 @@ class DirectoryDatabase(Database):
                 raise DatabaseError(
                     f"{path}: refusing to overwrite a file that does not load "
                     f"({res.problems[0]}); fix or move it, then write again")
-            new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems)))
+            new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems),
+                                list(res.unread)))
             if new is None:
                 return res.entries
             try:
-                return self._write(path, op, family, new, current.known)
+                return self._write(path, op, family, new, current.known, res.unread)
             except OSError as e:
                 raise unwritable(e) from None
         finally:
             lock.release()
 
-    def _write(self, path: Path, op: str, family: str, new: list[Entry], known: dict) -> list[Entry]:
+    def _write(self, path: Path, op: str, family: str, new: list[Entry], known: dict,
+               unread: list[dict] = ()) -> list[Entry]:
         by_key: dict[Key, Entry] = {}
         for e in new:
             if e.key.op != op or e.key.family != family:
                 raise DatabaseError(f"{path}: entry {e.key} does not belong in this file")
             by_key[e.key] = e if e.key not in by_key else better(by_key[e.key], e)
-        if len(by_key) > MAX_ENTRIES:
+        if len(by_key) + len(unread) > MAX_ENTRIES:
             raise DatabaseError(
                 f"{path}: {len(by_key)} entries would exceed the limit of {MAX_ENTRIES} for one op "
                 "file; prune it (`pypto db prune`) or write to another database folder (--db)")
@@ -466,15 +473,20 @@ class DirectoryDatabase(Database):
             if old.text is None:
                 old.text = _entry_text(obj)
             seen[kt] = old
-        text = _file_text(op, family, [x.text for x in seen.values()])
+        # Entries this PyPTO could not read stay, byte for byte as JSON, after the others.
+        kept = [_entry_text(obj) for obj in unread]
+        text = _file_text(op, family, [x.text for x in seen.values()] + kept)
         if len(text.encode()) > MAX_FILE_BYTES:
             raise DatabaseError(
                 f"{path}: the file would be over the limit of {MAX_FILE_BYTES >> 20} MiB; prune "
                 "it (`pypto db prune`) or write to another database folder (--db)")
         self._atomic_write(path, text)
         entries = [x.entry for x in seen.values()]
-        self._remember(path, path.stat(), hashlib.sha256(text.encode()).hexdigest(),
-                       LoadResult(entries, []), seen)
+        if kept:     # their problems are reported again by the next read
+            self._cache.pop(path, None)
+        else:
+            self._remember(path, path.stat(), hashlib.sha256(text.encode()).hexdigest(),
+                           LoadResult(entries, []), seen)
         return entries
 
     @staticmethod
