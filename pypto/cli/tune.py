@@ -174,6 +174,8 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         if worker_only:
             tuner.run_search_only()
             continue
+        if not no_write:
+            _check_file_takes_a_winner(db_dir, tuner.op.name, tuner.family)
         click.echo(click.style(f"\n== {tuner.name.split('|')[0]} {tuner.name.split('|')[2]} "
                                f"({'/'.join(tuner.dtypes)}, {tuner.family})", bold=True))
         helpers = _spawn_helpers(n_jobs, spec, shape, dt, ps, cfg)
@@ -221,6 +223,23 @@ def _grad_job(spec, shape, dt, ps):
                f"program {g.name} ({len(g.graph.nodes)} nodes)")
     return (serial.save(g.graph, name=g.name), {d: g.call_dims[d] for d in g.input_dims},
             g.dtypes[0], {})
+
+
+def _check_file_takes_a_winner(db_dir, op_name: str, family: str) -> None:
+    """The file the winner goes to must load: a write refuses to replace one that does not (it
+    would lose what is in it), and that refusal used to come after the whole run."""
+    from ..database.store import DirectoryDatabase
+    from ..errors import DatabaseError
+
+    db = DirectoryDatabase(db_dir)
+    try:
+        path = db.path(op_name, family)
+    except DatabaseError:
+        return   # a program's name: written as its own file, checked by the write itself
+    res = db.load_file(path)
+    if res.problems and not res.entries and path.exists():
+        raise DatabaseError(f"{path} does not load ({res.problems[0]}), so the winner could not "
+                            "be written there: fix or move it, or give another --db, before tuning")
 
 
 def default_db() -> str:
