@@ -502,6 +502,17 @@ class Tensor:
     def tolist(self):
         return _concrete(self, "tolist").tolist()
 
+    def __format__(self, spec: str) -> str:
+        # f"{loss:.3f}" of a 0-d Tensor formats its value, as NumPy's 0-d arrays do (a break
+        # that says so; it was "unsupported format string passed to Tensor.__format__");
+        # without a spec, the Tensor's description (no break).
+        if not spec:
+            return repr(self)
+        if self.ndim:
+            raise TypeError(f"unsupported format string {spec!r} for a pypto.Tensor of shape "
+                            f"{self.shape} (as for NumPy arrays: only 0-d ones take one)")
+        return format(_concrete(self, "format").item(), spec)
+
     def numpy(self) -> np.ndarray:
         return np.array(_concrete(self, "numpy"))
 

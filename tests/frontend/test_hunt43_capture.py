@@ -489,3 +489,17 @@ def test_indexing_with_a_tensor_names_the_ops_that_do_it():
     x = np.arange(6, dtype=np.float32)
     with pytest.raises(TraceError, match=r"pypto.ops.index_select.*int\(i\)"):
         pypto.jit(lambda v: v[v.argmax()] * 2)(x)
+
+
+def test_a_format_spec_formats_a_0d_tensors_value_as_numpy_does():
+    x = np.arange(6, dtype=np.float32)
+    f = pypto.jit(lambda v: (v * 2, f"{v.sum():.3f}"))
+    for v in (x, x + 1, x):
+        got = f(v)
+        np.testing.assert_array_equal(got[0], v * 2)
+        assert got[1] == f"{np.array(v.sum()):.3f}"      # a TypeError before
+    with pytest.raises(TypeError, match="only 0-d ones take one"):
+        pypto.jit(lambda v: f"{v:.3f}")(x)
+    with pytest.raises(pypto.GraphBreakError, match=r"needed in Python \(format\)"):
+        pypto.jit(lambda v: f"{v.sum():.1f}", fullgraph=True)(x)
+    assert pypto.jit(lambda v: f"{v * 2}")(x).startswith("pypto.Tensor(shape=(6,)")
