@@ -988,8 +988,8 @@ class JitFunction:
             # A trace that raised left nothing in the cache: it does not count toward
             # recompile_limit (three calls with a bad argument used up a limit of 3, and every
             # later call of the function, good ones too, ran eagerly).
-            self._miss(f"{reason} (the trace raised {type(e).__name__}; not counted "
-                                f"toward recompile_limit)")
+            self._miss(f"{reason} (the trace raised {type(e).__name__}; not counted toward "
+                       f"recompile_limit)")
             raise
         self._miss(reason)
         self.stats.traces += 1
