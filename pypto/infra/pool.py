@@ -193,6 +193,13 @@ class _Policy:
         Yields the :class:`Pool` (None for "fresh"), whose ``reused``/``allocated`` counters say
         what happened. Every block with the same settings shares one pool, so buffers dropped in
         one block are recycled in the next.
+
+        Threads: the block's setting is a context variable, like ``pypto.target``: it holds in
+        the thread (and asyncio task) that entered it. A ``threading.Thread`` or a
+        ``ThreadPoolExecutor`` worker started inside it runs with the process-wide setting
+        (:meth:`set`, "fresh" unless changed). To carry the block into a worker, submit
+        ``contextvars.copy_context().run`` with the function (``pool.submit(ctx.run, fn, x)``),
+        or use :meth:`set`, which every thread sees. A pool is safe to share between threads.
         """
         pool = _make(_check(strategy), per_size, max_bytes)
         token = _scoped.set(pool)

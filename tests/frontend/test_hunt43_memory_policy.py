@@ -5,7 +5,7 @@ Python's ``decimal.localcontext`` are: it holds in the thread (and context) that
 A ``ThreadPoolExecutor`` worker does not inherit it; work submitted through
 ``contextvars.copy_context().run`` does, and ``pypto.memory_policy.set(...)`` reaches every
 thread. These tests pin that behaviour; the docstring that should say so is pinned as a
-strict xfail (it lives in pypto/infra/pool.py)."""
+the last test was a strict xfail until the docstring said so)."""
 
 import contextvars
 import inspect
@@ -56,10 +56,6 @@ def test_the_process_wide_setting_reaches_worker_threads():
     assert pypto.memory_policy.get() == "fresh"
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/infra/pool.py: memory_policy's docstring does not "
-                   "say that the with-block holds in its own thread only (a ThreadPoolExecutor "
-                   "worker runs with the process-wide setting) nor how to carry it "
-                   "(contextvars.copy_context().run, or memory_policy.set)")
 def test_the_docstring_says_what_threads_see():
     doc = inspect.getdoc(type(pypto.memory_policy).__call__) or ""
     assert "thread" in doc.lower() and "copy_context" in doc
