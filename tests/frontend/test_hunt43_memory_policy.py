@@ -4,8 +4,7 @@ The ``with pypto.memory_policy(...)`` block is a context variable, as ``pypto.ta
 Python's ``decimal.localcontext`` are: it holds in the thread (and context) that entered it.
 A ``ThreadPoolExecutor`` worker does not inherit it; work submitted through
 ``contextvars.copy_context().run`` does, and ``pypto.memory_policy.set(...)`` reaches every
-thread. These tests pin that behaviour; the docstring that should say so is pinned as a
-the last test was a strict xfail until the docstring said so)."""
+thread. These tests pin that behaviour, and that the docstring says so (it did not)."""
 
 import contextvars
 import inspect
