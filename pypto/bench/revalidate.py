@@ -46,6 +46,7 @@ import numpy as np
 from ..compiler import targets
 from ..database.entry import Entry, Key
 from ..database.store import Database, LoadResult
+from ..database.tools import cannot_run_here, key_mismatch
 from ..errors import PyptoError
 from ..infra.timing import Timing, compare
 
@@ -139,6 +140,16 @@ def revalidate(databases: Iterable[Database], *, ops: Iterable[str] | None = Non
     return out
 
 
+def _cannot_run(target) -> str | None:
+    """Why this machine cannot run ``target``'s code (None: it can)."""
+    import halide as hl
+
+    why = cannot_run_here(target)
+    if why is None and target.has_gpu_feature() and not hl.host_supports_target_device(target):
+        why = "no such device here"
+    return why
+
+
 def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Timer,
           timing: Mapping[str, Any], root=None) -> Outcome:
     """The verdict on one entry (nothing written). ``root``: the database's folder, where the
@@ -152,6 +163,12 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
     if k.family != targets.family(target):
         res.reason = f"target family {k.family}; this run compiles for {targets.family(target)}"
         return res
+    # An entry is timed by running it: for a target this machine cannot run it is left alone
+    # (arm-64 entries were run here, died or failed to link, and were dropped as "failed").
+    why = _cannot_run(target)
+    if why:
+        res.reason = f"{target} cannot run here ({why}); re-time it on a machine that can"
+        return res
     try:
         op, program = _entry_op(k.op, root)
     except _NoProgram as err:
@@ -160,6 +177,13 @@ def judge(e: Entry, where: str, target, *, margin: float, mark: bool, timer: Tim
     except PyptoError as err:
         res.reason = f"cannot set up the op here: {err}"
         return res
+    if not program:
+        # A key its op cannot have (dtypes not among its signatures, other dims) never serves a
+        # call; building the op from it raised TypeError.
+        bad = key_mismatch(op, k)
+        if bad:
+            res.reason = f"the entry's key does not fit {k.op}: {bad}; `pypto db prune` removes it"
+            return res
     try:
         params = dict(k.params)
         built = build(op, k.dtypes, params)

@@ -46,10 +46,6 @@ print([o.action for o in outcomes])
 """
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/bench/revalidate.py: revalidate() runs entries of a "
-                   "target this machine cannot run (the toy op's arm kernel died of SIGSEGV here; "
-                   "a built-in op's failed to link and was dropped); it should skip them, saying "
-                   "the target cannot run here")
 def test_the_library_does_not_run_or_drop_entries_it_cannot_time(tmp_path):
     import subprocess
     import sys
@@ -62,10 +58,6 @@ def test_the_library_does_not_run_or_drop_entries_it_cannot_time(tmp_path):
     assert r.stdout.strip() == "[None]", r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/bench/revalidate.py: an entry whose dtypes are not a "
-                   "signature of its op (matmul[float32]) makes revalidate() raise TypeError from "
-                   "building the op (pypto db revalidate shows a traceback); it should skip the "
-                   "entry with a reason (pypto.database.tools.key_mismatch says it)")
 def test_revalidate_skips_an_entry_whose_key_the_op_cannot_have(tmp_path):
     from pypto.bench.revalidate import revalidate
 
