@@ -445,10 +445,11 @@ def run_as_call(op, dtypes, params, dims: Mapping[str, int], arrays: Sequence[np
         outs = (pending is not None and _fitting(pending, specs)) or new_outputs(specs)
     try:
         return _into(dest, run_kernel(kernel, op, arrays, dims, outs)), kernel
-    except ExecutionError:
+    except ExecutionError as e:
         if not kernel.source.startswith("database"):
             raise
-    kernel = fallback_kernel(op, dtypes, params, dims, kernel)
+        err = e
+    kernel = fallback_kernel(op, dtypes, params, dims, kernel, err)
     return _into(dest, run_kernel(kernel, op, arrays, dims, outs)), kernel
 
 

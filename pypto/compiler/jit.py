@@ -171,6 +171,7 @@ def _get_kernel(op, dtypes, params, dims, *, schedule=None, target=None) -> Kern
             raise k
         # A stored schedule that does not apply or that Halide refuses to compile must not break
         # the call (as one failing at run time does not): the default schedule runs instead.
+        _warn_fallback(op, dims, source, "could not be compiled", k)
         built = build(op, dtypes, params)
         k = _compiled_or_failed(built, default_schedule(built, dims, target), target,
                                 f"default (after {source} failed to compile)", fp,
@@ -230,8 +231,26 @@ def _known(ckey: tuple, source: str) -> Kernel | ScheduleError | CompileError | 
     return None
 
 
-def fallback_kernel(op, dtypes, params, dims, failed: Kernel) -> Kernel:
+def _warn_fallback(op, dims, source: str, what: str, err) -> None:
+    """A PerformanceWarning that a stored schedule did not serve a call (once per call key: the
+    fallback kernel is remembered for it)."""
+    import warnings
+
+    from ..errors import PerformanceWarning
+
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if "Error: " in first:       # Halide's own words, after PyPTO's prefix naming the schedule
+        first = first[first.index("Error: "):]
+    first = first[:300]
+    shape = ",".join(f"{d}={n}" for d, n in sorted(dims.items()))
+    warnings.warn(f"{op.name} at {shape}: the schedule from {source} {what} ({first}); the "
+                  f"default schedule runs instead. `pypto db revalidate` re-checks stored "
+                  f"entries", PerformanceWarning, stacklevel=4)
+
+
+def fallback_kernel(op, dtypes, params, dims, failed: Kernel, err=None) -> Kernel:
     """The default-schedule kernel, remembered for this call's key after a stored one failed."""
+    _warn_fallback(op, dims, failed.source, "failed at run time", err or "")
     target = targets.current()
     built = build(op, dtypes, params)
     schedule = default_schedule(built, dims, target)

@@ -84,6 +84,20 @@ def test_a_stored_schedule_halide_refuses_falls_back_at_its_exact_shape(stored, 
     assert k.schedule.hash != s.hash
 
 
+def test_a_fallback_warns_once_naming_the_op_shape_and_what_to_do(stored):
+    """The fallback was silent (only explain() and observe() showed it): the user of a shipped
+    or tuned database did not learn that a stored entry no longer serves their call."""
+    stored(REFUSED)
+    with pytest.warns(pypto.PerformanceWarning, match=r"softmax at C=256,R=64: the schedule from "
+                      r"database .* could not be compiled \(.*stored outside.*\); the default "
+                      r"schedule runs instead. `pypto db revalidate`"):
+        _call(STORED)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _call(STORED)                          # once per call key
+
+
 def test_a_stored_schedule_halide_refuses_falls_back_at_a_nearest_shape(stored):
     stored(REFUSED)
     # R = 32 would not do: the stored row split by 64 does not fit it, so lookup skips the entry.
