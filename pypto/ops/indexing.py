@@ -46,6 +46,12 @@ def _e(v):
 def _checked(v, n, what: str, wrap: bool = False):
     """Index ``v`` as an Int(32) in [0, n): negative ones wrapped when ``wrap``, then clamped, so
     that no index ever reads or writes outside an array (the frontends check the values)."""
+    if str(n) in ("1", "<halide.Expr of type int32: 1>"):   # an int or a constant Expr
+        # Every index reads position 0. Said so without reading v: the clamp to [0, 0] was
+        # simplified to 0 after the index Func was scheduled at root, which then had no reader
+        # and no bounds (a fused program gathering computed indices along an axis of extent 1
+        # failed to compile: "Symbol not found: n4_out.s0.n4_x1.max").
+        return hl.Expr(0)
     v = _e(v)
     if wrap:
         v = hl.select(v < 0, v + hl.cast(v.type(), n), v)
