@@ -555,8 +555,13 @@ def _signature(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple | None:
             return None
         key += (a.dtype, a.shape, a.strides)
     for k, v in kwargs.items():
-        key += (k, type(v), v)   # the type too: True == 1 but bool is not an int parameter
+        # The type too: True == 1 but bool is not an int parameter; a float zero by its repr:
+        # -0.0 == 0.0, and a kernel made for one wrote the other's sign (masked_fill, pad).
+        key += (k, type(v), repr(v) if isinstance(v, _FLOATS) and v == 0 else v)
     return tuple(key)
+
+
+_FLOATS = (float, np.floating)
 
 
 #: The ``out=`` an ``Op.__call__`` passes down to its own kernel call through its frontend:
@@ -733,7 +738,7 @@ def call_public(op, args: Sequence[Any], kwargs: Mapping[str, Any], out: Any = N
             key += (a.dtype, a.shape, a.strides)
     if key is not None:
         for k, v in kwargs.items():
-            key += (k, type(v), v)
+            key += (k, type(v), repr(v) if isinstance(v, _FLOATS) and v == 0 else v)
         key = tuple(key)
         try:
             p = op._public.get(key)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import halide as hl
+import numpy as np
 
 from ..errors import CompileError, ScheduleError
 from ..infra.profiling import active as _profiling
@@ -56,7 +57,10 @@ _compiling: dict[tuple, threading.RLock] = {}
 
 
 def _params_key(params: Mapping[str, Any]) -> tuple:
-    return tuple(sorted(params.items()))
+    # A float zero by its repr: -0.0 == 0.0 (and hashes alike), and the kernel compiled for
+    # one of them wrote the other's sign (masked_fill(x, m, 0.0) after -0.0).
+    return tuple(sorted((k, repr(v) if isinstance(v, (float, np.floating)) and v == 0 else v)
+                        for k, v in params.items()))
 
 
 _support_loaded = False

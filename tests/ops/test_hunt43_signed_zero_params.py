@@ -1,11 +1,7 @@
-"""A float parameter of -0.0 and one of 0.0 share compiled kernels (helper-65's hunt).
-
--0.0 == 0.0 and both hash alike, so the kernel cache (compiler/jit.py ``_params_key``) and the
-public call's fast-path key (runtime.py ``_signature`` and the key built in ``call_public``)
-treat them as one parameter value: whichever call comes first decides the sign of the zero that
-every later call writes. NumPy and torch keep the sign (``np.pad(x, 1, constant_values=0.0)``
-has no negative zeros). The fix belongs in those keys (e.g. the sign of a float zero as part of
-the key), outside pypto/ops; the op results are right for the first call of each process."""
+"""A float parameter of -0.0 and one of 0.0 shared compiled kernels (helper-65's hunt): -0.0 ==
+0.0 and both hash alike, so the kernel cache (compiler/jit.py ``_params_key``) and the public
+call's fast-path keys (runtime.py) took them for one value, and whichever call came first
+decided the sign of the zero every later call wrote. Float zeros are keyed by their repr now."""
 
 import numpy as np
 import pytest
@@ -14,11 +10,6 @@ import pypto
 
 P = pypto.ops
 
-REASON = ("kernel and fast-path cache keys treat a float parameter -0.0 as 0.0 "
-          "(compiler/jit.py _params_key, runtime.py _signature / call_public)")
-
-
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_masked_fill_with_zero_after_negative_zero():
     x = np.array([1.0, -2.0, 3.0, 4.0], np.float32)
     m = np.array([True, False, True, False])
@@ -29,7 +20,6 @@ def test_masked_fill_with_zero_after_negative_zero():
     assert np.signbit(second).tolist() == np.signbit(want).tolist()
 
 
-@pytest.mark.xfail(strict=True, reason=REASON)
 def test_pad_value_zero_after_negative_zero():
     x = np.array([[1.0, 2.0]], np.float64)
     P.pad(x, 1, value=-0.0)
@@ -37,3 +27,10 @@ def test_pad_value_zero_after_negative_zero():
     want = np.pad(x, 1, constant_values=0.0)
     np.testing.assert_array_equal(got, want)
     assert not np.signbit(got).any()
+
+
+def test_clip_bounds_keep_the_sign_of_their_zero():
+    x = np.array([-1.0, 0.5], np.float64)
+    np.testing.assert_array_equal(np.signbit(P.clip(x, -0.0, 1.0)), [True, False])
+    np.testing.assert_array_equal(np.signbit(P.clip(x, 0.0, 1.0)), [False, False])
+    np.testing.assert_array_equal(np.signbit(P.clip(x, -0.0, 1.0)), [True, False])
