@@ -7,6 +7,7 @@ Schedule files never do.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -35,11 +36,29 @@ def resolve_op(spec: str) -> Op:
             raise UnknownOpError(f"no file {where!r} (from {spec!r})")
         mod_name = f"pypto_user_{abs(hash(path))}"
         if mod_name not in sys.modules:
-            loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+            # (A file without a .py name has no loader: importlib failed with "'NoneType' object
+            # has no attribute 'loader'".)
+            loader = importlib.machinery.SourceFileLoader(mod_name, path)
+            loader_spec = importlib.util.spec_from_file_location(mod_name, path, loader=loader)
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[mod_name] = module
             try:
                 loader_spec.loader.exec_module(module)
+            except SyntaxError as e:
+                del sys.modules[mod_name]
+                raise UnknownOpError(f"{where} is not valid Python (line {e.lineno}, column "
+                                     f"{e.offset}: {e.msg}); an op file is Python source "
+                                     f"declaring ops with @pypto.op") from None
+            except Exception as e:
+                del sys.modules[mod_name]
+                tb = e.__traceback__
+                line = None
+                while tb is not None:          # the op file's own line, where it raised
+                    if tb.tb_frame.f_code.co_filename == path:
+                        line = tb.tb_lineno
+                    tb = tb.tb_next
+                at = f" at line {line}" if line else ""
+                raise UnknownOpError(f"loading {where} failed{at}: {type(e).__name__}: {e}") from e
             except BaseException:
                 del sys.modules[mod_name]
                 raise

@@ -23,10 +23,6 @@ def test_an_op_file_calling_sys_exit_with_a_message_exits_1_saying_it(tmp_path):
     assert r.returncode == 1 and r.stderr.strip() == "this file is not for pypto", r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/ops/_load.py: a spec naming a file that is not "
-                   "Python source (/etc/passwd:foo) fails in importlib with AttributeError "
-                   "('NoneType' object has no attribute 'loader'); it should be an "
-                   "UnknownOpError naming the file")
 def test_a_file_that_is_not_python_is_one_line(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     r = CliRunner().invoke(cli, ["ops", "show", f"{tmp_path / 'notes.txt'}:foo"])
@@ -34,9 +30,6 @@ def test_a_file_that_is_not_python_is_one_line(tmp_path):
     assert r.exit_code == 2 and "notes.txt" in r.output
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/ops/_load.py: an op file with a syntax error shows "
-                   "Python's SyntaxError traceback; it should be one line naming the file, line "
-                   "and column")
 def test_an_op_file_with_a_syntax_error_is_one_line(tmp_path):
     (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
     r = CliRunner().invoke(cli, ["ops", "show", f"{tmp_path / 'broken.py'}:f"])
