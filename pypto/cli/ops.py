@@ -40,7 +40,9 @@ def ops(ctx, category):
         if op.category != current:
             current = op.category
             click.echo(click.style(f"\n{current}", bold=True))
-        first = (op.doc.splitlines() or [""])[0]
+        front = getattr(op, "frontend", None)
+        text = inspect.cleandoc(front.__doc__ or "") if front is not None else ""
+        first = ((text or op.doc).splitlines() or [""])[0]
         click.echo(f"  {op.name:<30} {first[:70]}")
     click.echo(f"\n{len(items)} ops")
 
@@ -99,8 +101,11 @@ def show(name, shape, dtype, params, target):
     click.echo("dtypes:   " + "; ".join(",".join(s) if len(set(s)) > 1 else s[0] for s in op.dtypes))
     for p in op.params:
         click.echo(f"param:    {p.name} ({p.kind.__name__}, default {p.default!r}) {p.doc}")
+    front = inspect.cleandoc(op.frontend.__doc__ or "") if getattr(op, "frontend", None) else ""
+    if front:                    # the call as users make it (the kernel's own words follow)
+        click.echo("\n" + front)
     if op.doc:
-        click.echo("\n" + op.doc)
+        click.echo(("\nKernel: " if front else "\n") + op.doc)
     click.echo(click.style("\nNumPy reference:", bold=True))
     try:
         click.echo(inspect.getsource(op.reference).rstrip())
