@@ -6,33 +6,19 @@ import sys
 
 from click.testing import CliRunner
 
-import pypto
-from pypto.autodiff.api import backward_program
 from pypto.cli.main import cli
-from pypto.compiler.lower import build, fingerprint
-from pypto.database import DirectoryDatabase, Entry, Key
-from pypto.frontend.graph import fused_schedule
-from pypto.frontend.serial import write_program
-from pypto.schedule.schedule import Schedule
+from pypto.database import DirectoryDatabase
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "database"))
-from dbhelpers import D, family, matmul_entry  # noqa: E402
+from dbhelpers import D, family, matmul_entry, program_db  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOY = os.path.join(ROOT, "tests", "toyops.py")
 
 
 def _program_db(root):
-    op = pypto.get_op("softmax")
-    g = backward_program(op, {"R": 4, "C": 8}, op.dtypes[0])
-    built = build(g, g.dtypes[0], {})
-    fp = fingerprint(built)
-    key = Key.make(g.name, g.dtypes[0], {d: g.call_dims[d] for d in g.input_dims}, {}, family(), fp)
-    DirectoryDatabase(root).commit([Entry(key=key, time_ms=1.0, provenance={"method": "test"},
-                                          schedule=Schedule(g.name, tuple(fused_schedule(built, g.call_dims, 8)), fp))])
-    write_program(root, g.graph, g.name)
-    return g.name
+    return program_db(root)
 
 
 def test_a_program_entry_is_shown_and_printed_as_python(tmp_path):

@@ -1,30 +1,16 @@
 """``pypto db merge`` takes a program's graph file along with its entry: without it the merged
 entry could not be checked (``validate --deep``) or revalidated in the destination."""
 
-import pypto
-from dbhelpers import family
-from pypto.autodiff.api import backward_program
-from pypto.compiler.lower import build, fingerprint
-from pypto.database import DirectoryDatabase, Entry, Key
+from dbhelpers import program_db
+from pypto.database import DirectoryDatabase
 from pypto.database.programs import graph_path
 from pypto.database.tools import merge, validate_paths
-from pypto.frontend.graph import fused_schedule
-from pypto.frontend.serial import write_program
-from pypto.schedule.schedule import Schedule
 
 
 def _program_db(root):
-    op = pypto.get_op("softmax")
-    g = backward_program(op, {"R": 4, "C": 8}, op.dtypes[0])
-    built = build(g, g.dtypes[0], {})
-    fp = fingerprint(built)
-    key = Key.make(g.name, g.dtypes[0], {d: g.call_dims[d] for d in g.input_dims}, {}, family(), fp)
-    entry = Entry(key=key, schedule=Schedule(g.name, tuple(fused_schedule(built, g.call_dims, 8)), fp),
-                  time_ms=1.0, baselines={"default": 1.0}, provenance={"method": "test"})
-    DirectoryDatabase(root).commit([entry])
-    write_program(root, g.graph, g.name)
+    name = program_db(root, baselines={"default": 1.0})
     assert validate_paths([root], deep=True) == []
-    return g.name
+    return name
 
 
 def test_merge_copies_the_graph_file_of_a_program_entry(tmp_path):
