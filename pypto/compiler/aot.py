@@ -435,7 +435,7 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
     fp = fingerprint(build(op, dtypes, params))
     fam = targets.family(t)
     pkey = tuple(sorted(params.items()))
-    from ..database.tools import key_mismatch
+    from ..database.lookup import key_mismatch
 
     seen, variants, passed_over = set(), [], []
     for db in search_path():

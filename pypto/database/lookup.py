@@ -35,6 +35,26 @@ from ..schedule.fit import unfit
 from .store import Database, DirectoryDatabase
 
 
+def key_mismatch(op, key: Key) -> str | None:
+    """Why ``key`` cannot be a key of ``op`` (None: it can): its dtypes are not one of the op's
+    signatures, its shape does not name the op's input dims, or its parameters are not the op's.
+    Such an entry never serves a call; building the op from it raised TypeError (a traceback
+    from ``pypto db validate --deep`` and ``prune``). It sits beside the lookup: ``pypto build
+    --all-shapes`` (the compiler layer) checks stored keys through this plug-in point."""
+    if tuple(key.dtypes) not in {tuple(d) for d in op.dtypes}:
+        return (f"dtypes {'/'.join(key.dtypes)} are not a signature of {op.name} (it takes "
+                + "; ".join("/".join(d) for d in op.dtypes) + ")")
+    dims, want = set(key.shape_dict), set(op.input_dims)
+    if dims != want:
+        return (f"shape names {', '.join(sorted(dims)) or 'no dims'}; {op.name}'s input dims are "
+                f"{', '.join(sorted(want))}")
+    try:
+        op.resolve_params(dict(key.params))
+    except PyptoError as err:
+        return f"parameters: {err}"
+    return None
+
+
 def _shipped_root() -> Path:
     """The schedules shipped with PyPTO: package data ``pypto/_schedules``.
 
