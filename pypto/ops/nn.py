@@ -25,6 +25,11 @@ _FLOATS = ["float32", "float64"]
 # -- shared helpers --------------------------------------------------------------------------------
 def _pair(value, op_name: str, arg: str, low: int) -> tuple[int, int]:
     """An int or a pair of ints (rows, columns), each at least ``low``."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = tuple(value.tolist())      # (int() of a 2-element array was a raw TypeError)
+    elif isinstance(value, np.ndarray) and value.ndim > 1:
+        raise ParamError(f"{op_name}: '{arg}' must be an int or a pair of ints, got an array of "
+                         f"shape {value.shape}")
     items = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
     if len(items) != 2:
         raise ParamError(f"{op_name}: '{arg}' must be an int or a pair of ints, got {value!r}")

@@ -53,3 +53,18 @@ def test_well_formed_values_still_work():
     q = P.requantize(np.array([-300, 3, 300], np.int32), 0.5, 0, dtype=np.uint8)
     np.testing.assert_array_equal(q, np.array([0, 2, 150], np.uint8))
     np.testing.assert_allclose(P.vector_norm(x, 3), np.sum(np.abs(x) ** 3) ** (1 / 3), rtol=1e-5)
+
+
+def test_a_pair_given_as_an_int_array_is_a_pair():
+    """max_pool2d(x, np.array([2, 2])) raised a raw TypeError ('only 0-dimensional arrays can be
+    converted to Python scalars'); a 1-D int array is a pair, as a list is."""
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    want = P.max_pool2d(x, (2, 2))
+    np.testing.assert_array_equal(P.max_pool2d(x, np.array([2, 2])), want)
+    w = np.ones((1, 1, 3, 3), np.float32)
+    np.testing.assert_array_equal(P.conv2d(x, w, stride=np.array([1, 2]), padding=np.array([1, 1])),
+                                  P.conv2d(x, w, stride=(1, 2), padding=(1, 1)))
+    with pytest.raises(pypto.ParamError, match=r"'kernel_size' must be an int or a pair of ints"):
+        P.max_pool2d(x, np.array([[2, 2]]))
+    with pytest.raises(pypto.ParamError, match=r"'kernel_size' must be an int or a pair of ints"):
+        P.max_pool2d(x, np.array([2.5, 2.0]))
