@@ -272,13 +272,13 @@ class TorchOp:
             # Numbers, strings and the like (``leaky_relu(x, 0.2)``, ``scale=0.5``) are
             # constants of the program: the function with them bound is an op of its own
             # (one per set of constants), called with the tensors alone.
-            sub, tensors = self._bound(args, kwargs)
-            if tensors:
-                return sub._call(*tensors)
-        if not args or not all(isinstance(a, torch.Tensor) for a in args):
+            op, tensors = self._bound(args, kwargs)
+        else:
+            op, tensors = self, args
+        if not tensors:
             raise TraceError(f"pypto.torch.op({self.label}): called with no tensors; a PyTorch "
                              f"op of a PyPTO function takes at least one tensor")
-        return self._call(*args)
+        return op._call(*tensors)
 
     def _bound(self, args: tuple, kwargs: dict) -> tuple["TorchOp", list]:
         """The op of ``fn`` with the non-tensor arguments of this call bound, and the tensors
