@@ -561,7 +561,7 @@ def _signature(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple | None:
     return tuple(key)
 
 
-_FLOATS = (float, np.floating)
+_FLOATS = _jit.FLOAT_TYPES
 
 
 #: The ``out=`` an ``Op.__call__`` passes down to its own kernel call through its frontend:

@@ -56,10 +56,14 @@ _failed: dict[tuple, ScheduleError | CompileError] = {}
 _compiling: dict[tuple, threading.RLock] = {}
 
 
+#: Parameter values keyed by their repr when zero: -0.0 == 0.0 (and hashes alike), and the kernel
+#: compiled for one of them wrote the other's sign (masked_fill(x, m, 0.0) after -0.0). The
+#: runtime's fast-path keys (runtime.py) write the same test inline.
+FLOAT_TYPES = (float, np.floating)
+
+
 def _params_key(params: Mapping[str, Any]) -> tuple:
-    # A float zero by its repr: -0.0 == 0.0 (and hashes alike), and the kernel compiled for
-    # one of them wrote the other's sign (masked_fill(x, m, 0.0) after -0.0).
-    return tuple(sorted((k, repr(v) if isinstance(v, (float, np.floating)) and v == 0 else v)
+    return tuple(sorted((k, repr(v) if isinstance(v, FLOAT_TYPES) and v == 0 else v)
                         for k, v in params.items()))
 
 

@@ -44,24 +44,21 @@ def resolve_op(spec: str) -> Op:
             sys.modules[mod_name] = module
             try:
                 loader_spec.loader.exec_module(module)
-            except SyntaxError as e:
+            except BaseException as e:
                 del sys.modules[mod_name]
-                raise UnknownOpError(f"{where} is not valid Python (line {e.lineno}, column "
-                                     f"{e.offset}: {e.msg}); an op file is Python source "
-                                     f"declaring ops with @pypto.op") from None
-            except Exception as e:
-                del sys.modules[mod_name]
-                tb = e.__traceback__
-                line = None
+                if isinstance(e, SyntaxError):
+                    raise UnknownOpError(f"{where} is not valid Python (line {e.lineno}, column "
+                                         f"{e.offset}: {e.msg}); an op file is Python source "
+                                         f"declaring ops with @pypto.op") from None
+                if not isinstance(e, Exception):    # SystemExit, KeyboardInterrupt
+                    raise
+                tb, line = e.__traceback__, None
                 while tb is not None:          # the op file's own line, where it raised
                     if tb.tb_frame.f_code.co_filename == path:
                         line = tb.tb_lineno
                     tb = tb.tb_next
                 at = f" at line {line}" if line else ""
                 raise UnknownOpError(f"loading {where} failed{at}: {type(e).__name__}: {e}") from e
-            except BaseException:
-                del sys.modules[mod_name]
-                raise
         module = sys.modules[mod_name]
     else:
         try:
