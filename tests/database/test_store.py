@@ -155,7 +155,7 @@ def test_commit_refuses_to_overwrite_an_unreadable_file(tmp_path):
 def _writer(root, start, count):
     d = DirectoryDatabase(root)
     for i in range(start, start + count):
-        d.commit([matmul_entry(i + 1, 8, 8, time_ms=float(i))])
+        d.commit([matmul_entry(i + 1, 8, 8, time_ms=float(i + 1))])
 
 
 def test_two_processes_writing_one_file_lose_no_entry(tmp_path):
