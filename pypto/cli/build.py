@@ -7,6 +7,13 @@ import click
 from .common import dtype_option, param_option, parse_params
 
 
+def _nonempty(ctx, param, value):
+    # An empty -o wrote the library into the current folder (Path("") is ".").
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; give the folder to write into, e.g. -o build/")
+    return value
+
+
 @click.command()
 @click.option("--op", "op_name", required=True, help="Built-in op, path/file.py:NAME or package.module:NAME.")
 @click.option("--target", default="host", show_default=True,
@@ -26,7 +33,8 @@ from .common import dtype_option, param_option, parse_params
 @click.option("--all-shapes", is_flag=True,
               help="One static library for any shape, dispatching to the nearest tuned schedule "
                    "(takes no --shape, --schedule or --format).")
-@click.option("-o", "--output", "out_dir", required=True, type=click.Path(), help="Output folder.")
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(), callback=_nonempty,
+              help="Output folder.")
 def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, all_shapes,
           name, out_dir):
     """Build OP for TARGET into DIR, with a manifest describing the function."""

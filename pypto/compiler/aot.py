@@ -139,6 +139,8 @@ def aot_target(name: str) -> hl.Target:
 def _output_folder(out_dir) -> Path:
     """``out_dir`` checked before anything is compiled: it is a folder, or can be made one (its
     parents are created now: the build writes its files in a temporary folder beside it)."""
+    if not str(out_dir).strip():    # Path("") is the current folder
+        raise PyptoError("the output folder is empty; give the folder to write into (-o)")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise PyptoError(f"output {out} exists and is not a folder; choose another -o")
@@ -416,6 +418,25 @@ def _c_fits(needs: list, index: Mapping[str, int]) -> str:
     return " && ".join(dict.fromkeys(conds)) or "1"
 
 
+def _variant_error(op, dtypes, target: str, shape, label: str, err: Exception) -> CompileError:
+    """A variant of the any-shape library that does not compile, said with the op, dtypes, shape
+    and target, and what to do (Halide's own text, "Error: ..." stripped, is kept as the reason)."""
+    why = str(err).strip()
+    why = why[len("Error:"):].strip() if why.startswith("Error:") else why
+    where = f"op {op.name!r} ({'/'.join(dtypes)}) for target {target!r}"
+    if shape is None and label.endswith("(any shape)"):
+        return CompileError(
+            f"{where}: the default schedule made to run at any shape does not compile for this "
+            f"target ({why}); --all-shapes needs it as the fallback, so build one library per "
+            f"shape instead: `pypto build --op {op.name} --target {target} --shape "
+            f"{','.join(f'{d}=...' for d in op.input_dims)}`")
+    at = "the example shape" if shape is None else ",".join(f"{d}={v}" for d, v in shape.items())
+    fix = ("report it: the default schedule should always compile" if shape is None else
+           "prune or re-tune that entry (`pypto db show`, `pypto db prune`), or build with "
+           "--shape for other shapes")
+    return CompileError(f"{where}: variant {label} at {at} does not compile ({why}); {fix}")
+
+
 def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None, params=None,
                      name: str | None = None, require_tuned: bool = False) -> BuildResult:
     """One static library whose entry point takes any shape and runs the schedule tuned for the
@@ -476,12 +497,9 @@ def build_all_shapes(op, *, target: str, out_dir: str | os.PathLike, dtypes=None
                             f"{_c_fits(fit.requirements(sched, stored, inputs), index)};")
             try:
                 apply_schedule(built, sched)
-            except ScheduleError as e:
-                raise CompileError(f"op {op.name!r}: variant {label}: {e}") from None
-            try:
                 built.pipeline.compile_to({T.object: str(tmp / f"{vname}.o")}, built.images, vname, no_rt)
-            except hl.HalideError as e:
-                raise CompileError(f"op {op.name!r}: variant {label}: {str(e).strip()}") from None
+            except (ScheduleError, hl.HalideError) as e:
+                raise _variant_error(op, dtypes, target, shape, label, e) from None
             objs.append(tmp / f"{vname}.o")
             shapes.append("{" + ", ".join(str(float(shape[d])) if shape else "-1" for d in dims_order) + "}")
             nargs = len(op.inputs) + len(op.outputs)
