@@ -25,7 +25,18 @@ def parse_duration(text: str | None) -> float | None:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if not m:
         raise ParamError(f"--timeout {text!r}: use a number of seconds or e.g. 90s, 15m, 1h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    secs = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    if secs <= 0:
+        # A budget of nothing ran no search and stored the default schedule as if tuned.
+        raise ParamError(f"--timeout {text!r}: a budget must be more than zero; give e.g. 90s, "
+                         "15m or 1h, or leave --timeout out to be bounded by --trials only")
+    return secs
+
+
+def _positive_trials(ctx, param, value):
+    if value is not None and value < 1:
+        raise click.BadParameter(f"{value} trials is no search; give at least 1 (default 50)")
+    return value
 
 
 def read_suite(path: str) -> list[dict]:
@@ -95,7 +106,7 @@ def _check_registered(name, where: str) -> None:
 @dtype_option
 @param_option
 @target_option
-@click.option("--trials", default=50, show_default=True, type=click.IntRange(min=0),
+@click.option("--trials", default=50, show_default=True, type=int, callback=_positive_trials,
               help="Search trials per shape (baselines extra).")
 @click.option("--timeout", default=None, help="Wall-clock budget per shape: 90s, 15m, 1h.")
 @click.option("--storage", default=None, help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
@@ -124,6 +135,7 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
     """Tune OP (a built-in op, path/file.py:NAME or package.module:NAME) for one or more shapes."""
     from ..infra.inputs import parse_shape
 
+    secs = parse_duration(timeout)      # before anything runs or is written
     try:
         from autotune.tuner import TuneConfig, Tuner, format_table
     except ImportError as e:
@@ -157,7 +169,6 @@ def tune(op_name, shapes, dtype, params, target, trials, timeout, storage, db_di
         jobs = [_grad_job(*job) for job in jobs]
         base = tuple(b for b in base if b in ("default", "unfused")) + (
             ("unfused",) if "unfused" not in base else ())
-    secs = parse_duration(timeout)
     db_dir = db_dir or default_db()
     if not no_write and not worker_only:
         from ..database.store import check_writable
