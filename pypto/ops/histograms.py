@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit64
+from ._args import int_arg
 from ._op import Param, op
 from .image import _to_bhw
 from .quantized import round_half_even
@@ -47,10 +48,10 @@ def _bins_and_range(x, bins, range_, name="histogram"):
     """(bins, lo, hi, edges, mode) checked, with NumPy's edges for ``x``'s dtype and the
     kernel's way of making them (one of ``_EDGES``); ``range_`` None reads the values of ``x``
     (an array)."""
-    if isinstance(bins, bool) or not hasattr(bins, "__index__"):
+    if isinstance(bins, (np.ndarray, list, tuple)) and np.ndim(bins) > 0:
         raise ParamError(f"{name}: parameter 'bins' must be an int (equal-width bins; arrays of "
                          f"edges are not supported), got {bins!r}")
-    bins = int(bins)
+    bins = int_arg(name, "bins", bins)
     if not 1 <= bins <= MAX_BINS:
         raise ParamError(f"{name}: parameter 'bins' must be in [1, {MAX_BINS}], got {bins}")
     if range_ is None:

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit, lit64
+from ._args import int_arg, int_pair
 from ._op import Param, op
 from .indexing import trusted
 
@@ -53,12 +54,7 @@ def _edge_pad(x: np.ndarray, r: int) -> np.ndarray:
 
 
 def _check_sizes(name, arg, value, low, high):
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ParamError(f"{name}: parameter '{arg}' expects an int, got {value!r}")
-    value = int(value)
-    if not low <= value <= high:
-        raise ParamError(f"{name}: parameter '{arg}' must be in [{low}, {high}], got {value}")
-    return value
+    return int_arg(name, arg, value, low, high)
 
 
 # -- box_blur -----------------------------------------------------------------------------------
@@ -359,13 +355,7 @@ def resize_bilinear(x, *, height, width, align_corners, dims):
 # -- roi_align ----------------------------------------------------------------------------------
 
 def _pair(value, name, arg):
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ParamError(f"{name}: parameter '{arg}' must be an int or a pair (h, w), "
-                             f"got {value!r}")
-        return tuple(_check_sizes(name, arg, v, 1, 1 << 16) for v in value)
-    v = _check_sizes(name, arg, value, 1, 1 << 16)
-    return v, v
+    return int_pair(name, arg, value, 1, 1 << 16)
 
 
 def _roi_boxes(boxes, name="roi_align"):

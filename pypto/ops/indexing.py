@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array, as_traced, traced
 from ._consts import fill
+from ._args import int_arg
 from ._op import Param, op
 from .layout import ANY, _axis, _int, _oai, bcast
 
@@ -368,6 +369,7 @@ def _one_hot_frontend(tensor, num_classes=-1):
     largest index plus one (NumPy arrays only: a traced program must give it)."""
     name = "one_hot"
     idx = _index_array(name, tensor, "tensor")
+    num_classes = int_arg(name, "num_classes", num_classes)
     if num_classes == -1:
         if traced([idx]):
             raise ParamError("one_hot: give num_classes inside a traced program (the largest "

@@ -36,6 +36,7 @@ from ..runtime import as_array, as_traced, traced
 from ._consts import lit, lit64
 from . import elementwise as _ew
 from . import reduce as _red
+from ._args import choice, int_arg
 from ._op import Param, op
 from .binary import _plan
 from .indexing import _checked, check_range
@@ -54,8 +55,7 @@ def _arrays(name, named):
 
 
 def _reduce(name, loss, reduction, extra=("none", "mean", "sum")):
-    if reduction not in extra:
-        raise ParamError(f"{name}: 'reduction' must be one of {list(extra)}, got {reduction!r}")
+    reduction = choice(name, "reduction", reduction, extra)
     if reduction == "none":
         return loss
     if reduction == "sum":
@@ -306,9 +306,8 @@ def _class_args(name, input, target, weight):  # noqa: A002
 
 
 def _class_loss(the_op, name, input, target, weight, ignore_index, reduction, **params):  # noqa: A002
-    if reduction not in _REDUCTIONS:
-        raise ParamError(f"{name}: 'reduction' must be one of {list(_REDUCTIONS)}, got "
-                         f"{reduction!r}")
+    reduction = choice(name, "reduction", reduction, _REDUCTIONS)
+    ignore_index = int_arg(name, "ignore_index", ignore_index, -(1 << 31), (1 << 31) - 1)
     x, t, w, shape = _class_args(name, input, target, weight)
     check_range(name, "target", t, x.shape[-1], skip=ignore_index)
     loss, wt = the_op.kernel(x, t, w, ignore_index=ignore_index, **params)

@@ -149,11 +149,16 @@ def _sizes(name, x, size, scale_factor):
     if size is not None:
         oh, ow = _pair(size, name, "size", 1)
         return oh, ow, h / oh, w / ow
-    sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
-    if len(sf) != 2 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or
+    sf = scale_factor
+    if isinstance(sf, np.ndarray) and sf.ndim <= 1:   # a 1-D array is a pair; 0-d, a number
+        sf = tuple(sf.tolist()) if sf.ndim else sf[()]
+    sf = tuple(sf) if isinstance(sf, (tuple, list)) else (sf,) * 2
+    if len(sf) != 2 or any(isinstance(v, (bool, np.bool_)) or
+                           not isinstance(v, (int, float, np.integer, np.floating)) or
                            not (0 < v < math.inf) for v in sf):
         raise ParamError(f"{name}: 'scale_factor' must be a positive number or a pair, got "
                          f"{scale_factor!r}")
+    sf = (float(sf[0]), float(sf[1]))
     oh, ow = int(math.floor(h * sf[0])), int(math.floor(w * sf[1]))
     if oh < 1 or ow < 1:
         raise ParamError(f"{name}: scale_factor {scale_factor!r} gives an empty output")

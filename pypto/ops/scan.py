@@ -167,7 +167,9 @@ def _norm_frontend(x, ord=2, axis=None, keepdims=None, *, dim=None, keepdim=None
         keepdims = keepdim
     elif keepdims is None:
         keepdims = False
-    if ord == "fro":
+    if isinstance(ord, np.ndarray) and ord.ndim == 0 and ord.dtype.kind in "iuf":
+        ord = ord[()]  # noqa: A001     (a 0-d array is its number)
+    if isinstance(ord, str) and ord == "fro":
         ord = 2  # noqa: A001
     if isinstance(ord, bool) or not isinstance(ord, (int, float, np.integer, np.floating)) or \
             math.isnan(float(ord)):      # (np.isnan refuses a Python int beyond int64)
