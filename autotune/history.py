@@ -42,8 +42,13 @@ def study_history(study) -> dict[str, Any]:
     parts = study.study_name.split("|")
     baseline_best = min((r["value_ms"] for r in rows if r["kind"] != "search" and r["value_ms"] is not None),
                         default=None)
+    search_best = min((r["value_ms"] for r in rows if r["kind"] == "search" and r["value_ms"] is not None),
+                      default=None)
+    outcome = study.user_attrs.get("outcome")
     return {"study": study.study_name, "op": parts[0], "shape": parts[2] if len(parts) > 2 else "",
             "trials": rows, "curve": curve, "best_ms": best, "best_baseline_ms": baseline_best,
+            "best_search_ms": search_best,
+            "outcome": outcome if isinstance(outcome, dict) else None,
             "n_trials": len(rows),
             "n_failed": sum(1 for r in rows if r["state"] == "fail"),
             "wall_s": curve[-1]["elapsed_s"] if curve else None}

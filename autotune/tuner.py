@@ -532,6 +532,11 @@ class Tuner:
         if winner_is_stored:
             verdict = Verdict(False, "the stored entry measured fastest; it stays")
             message = "the stored entry is still the fastest; database unchanged"
+        elif winner == "default" and stored is None:
+            # Storing the default as if tuned claimed a result the search did not find (and
+            # lookup already falls back to the default): nothing is stored.
+            verdict = Verdict(False, "default: measured fastest; nothing stored, calls keep it")
+            message = "the default schedule measured fastest; nothing stored (calls keep the default)"
         else:
             def remeasure(names, attempt):
                 self.say(f"re-measuring {', '.join(names)} side by side (round {attempt}) ...")
@@ -570,6 +575,11 @@ class Tuner:
                        f"another run stored a faster entry for this key meanwhile "
                        f"({other.time_ms:.3f} ms); kept it")
         done_trials = finished_trials(study)
+        # What the final side-by-side run decided, for `pypto study` (the search's own numbers
+        # are single-shot timings, and the final run may keep the default).
+        study.set_user_attr("outcome", {
+            "winner": winner, "winner_ms": table[winner]["median_ms"], "stored": written,
+            "default_ms": table.get("default", {}).get("median_ms"), "message": message})
         return TuneResult(study_name=self.name, storage=self.storage_url, table=table, winner=winner,
                           winner_schedule=sched, written=written, message=message,
                           trials=len(done_trials), rule=verdict.rule,

@@ -34,15 +34,16 @@ def study(match, storage, plot, json_out, from_json):
     if not hist:
         raise click.ClickException("no study matched" + (f" {' '.join(match)!r}" if match else ""))
     click.echo(f"{'study':<48} {'trials':>6} {'failed':>6} {'best baseline ms':>16} {'best ms':>9} "
-               f"{'gain':>6} {'wall':>8}  trials to reach 95% of the gain")
+               f"{'gain':>6} {'wall':>8}  {'reach 95%':>9}  outcome")
     for h in hist:
         base, best = h["best_baseline_ms"], h["best_ms"]
-        gain = base / best if base and best else None
-        reach = _reach(h, 0.95)
+        gain = _gain(h)
+        reach = _reach(h, 0.95) if gain else None
         wall = f"{h['wall_s'] / 60:.1f} min" if h.get("wall_s") is not None else "-"
         name = f"{h['op']} {h['shape']}"[:48]
+        shown = f"{gain:.2f}x" if gain else ("none" if base and best else "-")
         click.echo(f"{name:<48} {h['n_trials']:>6} {h['n_failed']:>6} {_f(base):>16} {_f(best):>9} "
-                   f"{(f'{gain:.2f}x' if gain else '-'):>6} {wall:>8}  {reach if reach is not None else '-'}")
+                   f"{shown:>6} {wall:>8}  {reach if reach is not None else '-':>9}  {_outcome(h)}")
     if json_out:
         with open(json_out, "w") as f:
             json.dump(hist, f, indent=1, sort_keys=True)
@@ -96,9 +97,40 @@ def _f(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _gain(h) -> float | None:
+    """The search's gain over the best baseline, or None when it found none. A study whose final
+    side-by-side run kept a baseline (the default, an autoscheduler) or stored nothing gained
+    nothing, whatever the single-shot search timings said."""
+    base = h["best_baseline_ms"]
+    search = h.get("best_search_ms", h["best_ms"])
+    if not base or not search or search >= base:
+        return None
+    out = h.get("outcome")
+    if isinstance(out, dict) and not (str(out.get("winner", "")).startswith("tuned")
+                                      and out.get("stored")):
+        return None
+    return base / search
+
+
+def _outcome(h) -> str:
+    """What the tuner's final side-by-side run did (recorded by the tuner; '-' for an older or an
+    unfinished study)."""
+    out = h.get("outcome")
+    if not isinstance(out, dict):
+        return "-"
+    winner = str(out.get("winner", "?"))
+    if out.get("stored"):
+        return f"{winner} stored"
+    if winner == "default":
+        return "default kept (no gain)"
+    if winner == "stored":
+        return "stored entry kept"
+    return f"{winner} fastest, not stored"
+
+
 def _reach(h, frac: float):
     """The first trial whose best-so-far holds ``frac`` of the run's total improvement."""
-    base, best = h["best_baseline_ms"], h["best_ms"]
+    base, best = h["best_baseline_ms"], h.get("best_search_ms", h["best_ms"])
     if not base or not best or best >= base:
         return None
     goal = base - frac * (base - best)
