@@ -94,7 +94,7 @@ class Param:
             return None  # an optional parameter left unset on purpose
         kind = self.kind
         if kind is bool:
-            if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+            if not isinstance(value, (bool, np.bool_)):    # (NumPy 2's np.True_ is np.bool)
                 raise ParamError(f"{where} expects a bool, got {value!r}")
             value = bool(value)
         elif kind is int:

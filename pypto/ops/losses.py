@@ -77,8 +77,9 @@ def _np_reduce(loss, reduction):
 # -- elementwise losses --------------------------------------------------------------------------
 
 def _pointwise(name, fn, ref_fn, doc, extra_inputs=(), params=(), reductions=_REDUCTIONS,
-               make_inputs=None):
-    """Declares an elementwise loss; ``fn(input, target, *extra, **params)`` on Exprs."""
+               make_inputs=None, positive=()):
+    """Declares an elementwise loss; ``fn(input, target, *extra, **params)`` on Exprs. The
+    parameters named in ``positive`` must be > 0 (a Param's ``low`` admits its bound)."""
     names = ("input", "target") + tuple(extra_inputs)
     me = {}     # the op, for the frontend (declared below)
 
@@ -93,6 +94,11 @@ def _pointwise(name, fn, ref_fn, doc, extra_inputs=(), params=(), reductions=_RE
     def frontend(input, target, *args, reduction="mean", **kw):  # noqa: A002
         extra = dict(zip(extra_inputs, args))
         extra.update({k: kw.pop(k) for k in list(kw) if k in extra_inputs})
+        for k in positive:      # (torch refuses 0 and below; NaN too)
+            v = kw.get(k)
+            if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(
+                    v, (bool, np.bool_)) and not v > 0:
+                raise ParamError(f"{name}: parameter '{k}' must be > 0, got {v!r}")
         x, t = _arrays(name, [("input", input), ("target", target)])
         if x.shape != t.shape:
             raise ShapeError(f"{name}: input {x.shape} and target {t.shape} must have one shape")
@@ -186,7 +192,7 @@ huber_loss = _pointwise(
     lambda x, t, delta=1.0: np.where(np.abs(x - t) <= delta, 0.5 * (x - t) ** 2,
                                      delta * (np.abs(x - t) - 0.5 * delta)),
     "Huber (``F.huber_loss``): ``0.5 d**2`` up to ``delta``, ``delta (|d| - delta / 2)`` "
-    "above.", params=[_DELTA])
+    "above.", params=[_DELTA], positive=("delta",))
 
 
 def _kl(x, t, log_target):
