@@ -238,7 +238,8 @@ def _grad_job(spec, shape, dt, ps):
 
 def _check_file_takes_a_winner(db_dir, op_name: str, family: str) -> None:
     """The file the winner goes to must load: a write refuses to replace one that does not (it
-    would lose what is in it), and that refusal used to come after the whole run."""
+    would lose what is in it), and that refusal used to come after the whole run. A corrupt file
+    is moved aside by the write (``pypto.database.store``): said now, not refused."""
     from ..database.store import DirectoryDatabase
     from ..errors import DatabaseError
 
@@ -248,6 +249,10 @@ def _check_file_takes_a_winner(db_dir, op_name: str, family: str) -> None:
     except DatabaseError:
         return   # a program's name: written as its own file, checked by the write itself
     res = db.load_file(path)
+    if res.corrupt and path.exists():
+        click.echo(f"warning: {path} is corrupt ({res.problems[0]}); the winner's write will move it "
+                   "aside, keeping its bytes", err=True)
+        return
     if res.problems and not res.entries and path.exists():
         raise DatabaseError(f"{path} does not load ({res.problems[0]}), so the winner could not "
                             "be written there: fix or move it, or give another --db, before tuning")

@@ -3,7 +3,15 @@
 A directory database holds one JSON file per (target family, op): ``<root>/<family>/<op>.json``.
 Reading never runs code: files are decoded with a strict JSON reader, checked against the JSON Schema
 in ``schema.json``, and every schedule is parsed and bounded by the directive grammar. A bad file is
-reported (``problems``) and skipped; every other file keeps serving lookups.
+reported (``problems``) and skipped; every other file keeps serving lookups. A bad entry in a good
+file is reported and skipped, and kept byte for byte by every write (``LoadResult.unread``).
+
+A corrupt file (not UTF-8, not JSON, or JSON of the wrong shape, as after a torn copy or a merge
+conflict) is never overwritten: the next write to it first renames it aside, under the lock, to
+``<op>.json.corrupt-<UTC time>`` in the same folder, warns naming both files, and then writes the
+new entries. Readers never move anything. A file that is sound but unreadable here (a newer
+database format, over the size or entry limits, in the wrong folder) is not corrupt: a write to it
+is refused with a message saying what to do, and the file is left as it is.
 
 Every change to a file goes through one read-modify-write primitive, :meth:`Database.update`: it
 takes an exclusive lock on ``<file>.lock`` (the ``filelock`` package: ``fcntl.flock`` on POSIX),
@@ -43,6 +51,13 @@ MAX_ENTRIES = 1024
 MAX_FILE_BYTES = 8 << 20
 #: Seconds a writer waits for another writer's lock on the same file.
 LOCK_TIMEOUT_S = 120.0
+#: What to do about a corrupt file, appended to the problem a reader reports.
+CORRUPT_HINT = ("; restore it (from version control or a backup) or remove it: the next write "
+                "to it moves it aside as <name>.corrupt-<time> and starts a fresh file")
+
+
+class DatabaseWarning(UserWarning):
+    """A database file was changed to keep a write from losing data (a corrupt file moved aside)."""
 
 
 @functools.lru_cache(maxsize=2)
@@ -112,6 +127,9 @@ class LoadResult:
     #: The JSON of entries of a readable file that did not load (a directive of a newer PyPTO,
     #: a bad factor): a write keeps them as they are, so no writer deletes what it cannot read.
     unread: list[dict] = dataclasses.field(default_factory=list)
+    #: The file as a whole is damaged (not UTF-8, not JSON, JSON of the wrong shape): a write
+    #: moves it aside (``<name>.corrupt-<time>``) instead of refusing.
+    corrupt: bool = False
 
 
 #: ``update``'s callback: the file's current content (read under the lock) -> the entries the file
@@ -326,7 +344,7 @@ class DirectoryDatabase(Database):
         try:
             doc = strict_loads(raw, where)
         except DatabaseError as e:
-            return LoadResult([], [str(e)]), {}
+            return LoadResult([], [f"{e}{CORRUPT_HINT}"], corrupt=True), {}
         version = doc.get("format") if isinstance(doc, dict) else None
         if type(version) is int and version > FORMAT:
             return LoadResult([], [
@@ -334,7 +352,8 @@ class DirectoryDatabase(Database):
                 f"({FORMAT}); upgrade PyPTO to use it (nothing in it was changed)"]), {}
         problems = validate_document(doc, where)
         if problems:
-            return LoadResult([], problems), {}
+            problems[-1] += CORRUPT_HINT
+            return LoadResult([], problems, corrupt=True), {}
         if len(doc["entries"]) > MAX_ENTRIES:
             return LoadResult([], [
                 f"{where}: {len(doc['entries'])} entries, over the limit of {MAX_ENTRIES} for one "
@@ -433,16 +452,20 @@ class DirectoryDatabase(Database):
         try:
             current = self._read(path)
             res = current.result
-            if res.problems and not res.entries and path.exists():
+            corrupt = res.corrupt and path.exists()
+            if not corrupt and res.problems and not res.entries and path.exists():
                 raise DatabaseError(
                     f"{path}: refusing to overwrite a file that does not load "
                     f"({res.problems[0]}); fix or move it, then write again")
             new = fn(LoadResult([_copy(e) for e in res.entries], list(res.problems),
                                 list(res.unread)))
             if new is None:
-                return res.entries
+                return res.entries      # nothing to write: a corrupt file stays where it is
             try:
-                return self._write(path, op, family, new, current.known, res.unread)
+                if corrupt:
+                    self._quarantine(path, res.problems[0])
+                return self._write(path, op, family, new, {} if corrupt else current.known,
+                                   res.unread)
             except OSError as e:
                 raise unwritable(e) from None
         finally:
@@ -488,6 +511,27 @@ class DirectoryDatabase(Database):
             self._remember(path, path.stat(), hashlib.sha256(text.encode()).hexdigest(),
                            LoadResult(entries, []), seen)
         return entries
+
+    def _quarantine(self, path: Path, why: str) -> Path:
+        """Renames a corrupt ``path`` aside (under the writer's lock), warns, and returns the new
+        name. Nothing is deleted: the bytes stay, for a person to repair or remove."""
+        import time
+        import warnings
+
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        os.replace(path, aside)
+        self._cache.pop(path, None)
+        warnings.warn(DatabaseWarning(
+            f"{path} was corrupt ({why.removesuffix(CORRUPT_HINT)}); moved it aside to {aside.name} "
+            "and wrote the new entries in a fresh file. Repair the old one and merge it back "
+            f"(`pypto db merge -o {path.parent.parent} <folder holding the repaired file>`), or "
+            "delete it"), stacklevel=3)
+        return aside
 
     @staticmethod
     def _atomic_write(path: Path, text: str) -> None:
