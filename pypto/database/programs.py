@@ -15,7 +15,6 @@ The loader lives in the frontend, above this layer; it registers itself here on 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -49,11 +48,13 @@ def write_graph(root: str | Path, name: str, text: str) -> Path:
     if not _OP_NAME.match(name):
         raise PyptoError(f"{name!r} cannot name a program's graph file (lower-case letters, "
                          "digits and _)")
+    from .store import DirectoryDatabase
+
     path = graph_path(root, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    # A fresh temporary name per write (the pid alone was shared by a process's threads and by
+    # same-pid processes on other hosts), synced, renamed over, and removed if anything fails.
+    DirectoryDatabase._atomic_write(path, text)
     return path
 
 
