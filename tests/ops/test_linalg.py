@@ -496,23 +496,32 @@ def test_transpose_errors():
         P.transpose(rand((2, 3)).astype(np.complex64))
 
 
-def test_a_tile_of_few_rows_reads_b_in_place():
-    """A register-blocked tile stages its columns of b only when enough rows reuse the panel
-    (PANEL_MIN_ROWS): an LSTM step's product (64 rows) reads b in place, 1024^3 stages it; both
-    are right."""
+def test_a_tile_of_few_rows_stages_b_per_tile_in_k_blocks():
+    """Register blocks over all of k stage their tile's columns of b only when enough rows reuse
+    the panel (PANEL_MIN_ROWS); with fewer rows (an LSTM step's product, 64 rows) and k from
+    SKINNY_MIN_K, float32 on 512-bit vectors sums in a k-blocked tile instead, the panel staged
+    (read in place, a power-of-two row stride apart, it ran 2.4x slower). 1024^3 keeps register
+    blocks with a staged panel, 256^3 (k below SKINNY_MIN_K) register blocks reading b in place.
+    All three are right."""
     import pypto
-    from pypto.compiler import targets
     from pypto.compiler.lower import build
-    from pypto.schedule.defaults import default_schedule
-    from pypto.schedule.templates.linalg import PANEL_MIN_ROWS
+    from pypto.schedule.defaults import template_schedule
+    from pypto.schedule.templates.linalg import PANEL_MIN_ROWS, SKINNY_KC
 
     built = build(pypto.get_op("matmul"), ("float32", "float32"), {})
-    for (m, k, n), staged in (((64, 512, 2048), False), ((1024, 1024, 1024), True)):
-        ds = default_schedule(built, {"M": m, "K": k, "N": n}, targets.host()).directives
+    plans = {(64, 512, 2048): ("tile", True), (1024, 1024, 1024): ("register", True),
+             (256, 256, 256): ("register", False)}
+    for (m, k, n), (acc, staged) in plans.items():
+        ds = template_schedule(built, {"M": m, "K": k, "N": n}, 16, {})
+        kblocks = [d.get("factor") for d in ds if d.op == "split" and d.func == "acc"
+                   and d.get("outer") == "ko"]
+        assert any(d.op == "wrap" for d in ds) == staged, (m, k, n)
+        assert (kblocks == [SKINNY_KC]) == (acc == "tile"), (m, k, n, kblocks)
         rows = [d.get("factor") for d in ds if d.op == "split" and d.func == "out"
                 and d.get("inner") == "mi"]
-        assert any(d.op == "wrap" for d in ds) == staged, (m, k, n)
-        assert (rows[0] >= PANEL_MIN_ROWS) == staged, rows
-    a, b = rand((64, 512), seed=3), rand((512, 2048), seed=4)
-    assert_close(pypto.ops.matmul(a, b), (a.astype(np.float64) @ b.astype(np.float64))
-                 .astype(np.float32), rtol=1e-4, atol=1e-4)
+        assert (rows[0] >= PANEL_MIN_ROWS) == (acc == "register" and staged), rows
+    for shape in plans:
+        m, k, n = shape
+        a, b = rand((m, k), seed=3), rand((k, n), seed=4)
+        assert_close(pypto.ops.matmul(a, b), (a.astype(np.float64) @ b.astype(np.float64))
+                     .astype(np.float32), rtol=1e-4, atol=1e-4)

@@ -387,9 +387,24 @@ WIDE_VECTORS = 4
 #: ran 2-3% slower on two threads (median of 150 single calls, under load).
 MIN_TASKS = 8
 MIN_TILE_ROWS = 32
+#: The k block of float32 products on 512-bit vectors whose tiles have fewer than PANEL_MIN_ROWS
+#: rows: sums in a k-blocked tile buffer, the tile's columns of ``b`` staged densely. Register
+#: blocks over all of k read ``b`` in place there, a row stride apart; with a power-of-two row
+#: stride (N = 2048 floats, 8 KiB) every row of the panel falls in the same few L1 sets. Intel
+#: Xeon (Sapphire Rapids), two threads, kernel into its output, median of 7 blocks of 5 calls
+#: after a pause, ms, register blocks -> k-blocked tile (torch.mm ``out=``): 64x512x2048 1.85 ->
+#: 0.78 (0.82), 128x512x2048 4.34 -> 1.27 (1.30), 256x1024x1024 6.89 -> 2.53 (2.72), 64x2048x512
+#: 2.15 -> 0.81 (0.68), 16x1024x1024 0.71 -> 0.39 (0.33), 256x4096x1024 30.8 -> 13.7 (10.1);
+#: level where the stride is not a power of two (64x500x2000 0.97 both, torch 1.01) and at
+#: 32x512x512 and 256^3. A k block of 256 or 64 was slower at the first three shapes. Only from
+#: SKINNY_MIN_K: below it the two ran level (256^3 0.251 against 0.254, 256x256x1024 0.86 against
+#: 0.87), and 256^3 keeps the register block the tuner found there.
+SKINNY_KC = 128
+SKINNY_MIN_K = 512
 
 
-def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
+def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False,
+                b_in_place: bool = True) -> dict:
     """The matrix product's knobs with ``"auto"`` resolved for ``dims``: sums in registers when k
     fits one k block (no tile buffer to clear, reload per k block and copy to the output, as in
     the batched products), else a k-blocked tile buffer; row tiles of TY rows, halved while
@@ -400,11 +415,11 @@ def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
     3.60); two threads, wall time, median of 150-200 single calls, under load: 256^3 0.92-0.96
     against 0.84-0.89 ms. With k over one block, 16-register targets keep the tile buffer.
     float32 on 512-bit vectors (``wide``) takes a WIDE_RY x WIDE_VECTORS register block with its
-    sums in registers over all of k, at any k (see WIDE_RY)."""
+    sums in registers over all of k, at any k (see WIDE_RY), except where tiles have too few
+    rows to stage a panel and ``b_in_place`` (matmul, whose ``b`` an unstaged register block
+    reads in place; linear always stages its weight): then a k-blocked tile (SKINNY_KC)."""
     knobs = {"acc": "auto", "ty": "auto", "ry": "auto", "reg_vectors": "auto", **knobs}
     M, K, N = dims["M"], dims["K"], dims["N"]
-    if knobs["acc"] == "auto":
-        knobs["acc"] = "register" if K <= knobs.get("kc", KC) or wide else "tile"
     if knobs["ry"] == "auto":
         knobs["ry"] = WIDE_RY if wide else RY
     if knobs["reg_vectors"] == "auto":
@@ -415,6 +430,14 @@ def _fit_matmul(dims, knobs: dict, lanes: int, wide: bool = False) -> dict:
         while (-(-N // tx) * -(-M // knobs["ty"]) < MIN_TASKS
                and knobs["ty"] // 2 >= MIN_TILE_ROWS):
             knobs["ty"] //= 2
+    if knobs["acc"] == "auto":
+        knobs["acc"] = "register" if K <= knobs.get("kc", KC) or wide else "tile"
+        if wide and min(M, knobs["ty"]) < PANEL_MIN_ROWS and K >= SKINNY_MIN_K and b_in_place:
+            # Too few rows per tile to stage a panel over all of k for register blocks, which
+            # then read ``b`` in place: k-blocked tiles with a staged panel instead (see
+            # SKINNY_KC).
+            knobs["acc"] = "tile"
+            knobs.setdefault("kc", SKINNY_KC)
     return _fit(knobs, wide)
 
 
@@ -519,7 +542,8 @@ def _linear(built, dims, lanes, **knobs):
     as_matmul = {"M": dims["R"], "K": dims["I"], "N": dims["O"]}
     return gemm_directives(dims, lanes, n="o", m="r", k="i$x", N=dims["O"], M=dims["R"],
                            K=dims["I"], b_src="wt", b_is_func=True, b_k="j",
-                           **_fit_matmul(as_matmul, knobs, lanes, _wide(lanes)))
+                           **_fit_matmul(as_matmul, knobs, lanes, _wide(lanes),
+                                         b_in_place=False))
 
 
 # -- transposes -----------------------------------------------------------------------------------
