@@ -1033,6 +1033,7 @@ class JitFunction:
                 arg_nodes[t.node.id] = i
                 tensors.append(t)
             args, kwargs = _unflatten(struct, tensors)
+            state = _instance_state((args, kwargs))
             try:
                 result = self.fn(*args, **kwargs)
             except GraphBreakError as e:
@@ -1044,6 +1045,7 @@ class JitFunction:
                 raise
             except PyptoError as e:
                 raise _zero_size_note(self.name, _located(e), leaves) from None
+            _refuse_stored(self.name, state)
             res_struct, res_leaves = _result_structure(result)
             _refuse_lazy(self.name, res_leaves)
             tensors_out = [x for x in res_leaves if isinstance(x, T.Tensor)]
@@ -1693,6 +1695,76 @@ def _refuse_lazy(name: str, leaves) -> None:
                              f": it would run after the traced call has ended, outside the "
                              f"program; return the values instead, e.g. a list or tuple "
                              f"(return list(...) or [... for ...])")
+
+
+#: How deep :func:`_instance_state` follows instances held by the arguments (``self.cell.c``).
+_STORE_DEPTH = 3
+
+
+def _instance_state(args) -> list[tuple]:
+    """``(object, a copy of its attributes)`` for each user object the arguments hold (``self``
+    of a jitted method and the modules in its attributes), read before a trace runs the
+    function, so that :func:`_refuse_stored` can see what the function stored on them."""
+    import types
+
+    found: list[tuple] = []
+    seen: set[int] = set()
+
+    def walk(v, depth):
+        if depth < 0 or id(v) in seen:
+            return
+        if isinstance(v, (list, tuple)):
+            seen.add(id(v))
+            for x in v:
+                walk(x, depth)
+            return
+        if isinstance(v, dict):
+            seen.add(id(v))
+            for x in v.values():
+                walk(x, depth)
+            return
+        d = getattr(v, "__dict__", None)
+        if type(d) is not dict or isinstance(v, (type, types.ModuleType, types.FunctionType,
+                                                  JitFunction, T.Tensor, np.ndarray)):
+            return
+        seen.add(id(v))
+        found.append((v, dict(d)))
+        for x in d.values():
+            walk(x, depth - 1)
+
+    walk(args, _STORE_DEPTH)
+    return found
+
+
+def _refuse_stored(name: str, state: list[tuple]) -> None:
+    """Raises TraceError when the traced call stored a Tensor on an argument's object
+    (``self.h = self.h + x``): the Tensor dies with the trace and a replay does not run the
+    assignment, so the next calls read a dead Tensor or stale state. The object's attributes
+    are put back as they were before the call."""
+    def holds(v) -> bool:
+        if isinstance(v, T.Tensor):
+            return True
+        if isinstance(v, (list, tuple)):
+            return any(isinstance(x, T.Tensor) for x in v)
+        if isinstance(v, dict):
+            return any(isinstance(x, T.Tensor) for x in v.values())
+        return False
+
+    for obj, before in state:
+        stored = [k for k, v in vars(obj).items() if v is not before.get(k, _MISS) and holds(v)]
+        if not stored:
+            continue
+        for k in list(vars(obj)):
+            if k not in before:
+                del obj.__dict__[k]
+        obj.__dict__.update(before)
+        attr = stored[0]
+        cls = type(obj).__name__
+        raise TraceError(f"{name} stored a traced value in {cls}.{attr}: a program's Tensors "
+                         f"exist only while it is traced, and later calls replay it without "
+                         f"running Python, so the attribute would not follow the calls. Return "
+                         f"the new value and assign it after the call, e.g. "
+                         f"'out, m.{attr} = m.step(x)' ({cls}.{attr} is left as it was)")
 
 
 def _rebuild(struct, leaves):
