@@ -69,7 +69,8 @@ def _mish(x):
 
 def _elu(x, alpha=1.0):
     x = _let("elu_arg", x)
-    return hl.select(x > _k(x, 0.0), x, _k(x, alpha) * _ew._expm1_checked(x))
+    # x >= 0 keeps both zeros as they are (torch): alpha * expm1(+0.0) was -0.0 for a negative alpha
+    return hl.select(x >= _k(x, 0.0), x, _k(x, alpha) * _ew._expm1_checked(x))
 
 
 def _selu(x):
@@ -82,7 +83,9 @@ def _celu(x, alpha=1.0):
     x = _let("celu_arg", x)
     zero = _k(x, 0.0)
     neg = _let("celu_neg", _k(x, alpha) * _ew._expm1(x * _k(x, 1.0 / alpha)))
-    res = hl.select(x > zero, x, zero) + hl.select(neg < zero, neg, zero)
+    # neg <= 0 below 0 (either sign of alpha); where it is 0 (x = -0.0, or x / alpha underflows)
+    # a zero of x's sign: max(0, x) + min(0, neg) added two zeros to +0.0 (torch keeps -0.0)
+    res = hl.select(x > zero, x, hl.select(neg < zero, neg, _ew._copysign(zero, x)))
     return _nan_through(x, res)
 
 
@@ -205,13 +208,15 @@ def _ref_mish(x):
 @_quiet
 def _ref_elu(x, alpha=1.0):
     x = _f(x)
-    return np.where(x > 0, x, alpha * np.expm1(x)).astype(x.dtype)
+    return np.where(x >= 0, x, alpha * np.expm1(x)).astype(x.dtype)
 
 
 @_quiet
 def _ref_celu(x, alpha=1.0):
     x = _f(x)
-    return (np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(x / alpha))).astype(x.dtype)
+    neg = alpha * np.expm1(x / alpha)
+    out = np.where(x > 0, x, np.where(neg < 0, neg, np.copysign(0.0, x)))
+    return out.astype(x.dtype)
 
 
 @_quiet

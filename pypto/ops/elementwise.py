@@ -949,7 +949,10 @@ def _ref_reciprocal(x):
 @_quiet
 def _ref_leaky_relu(x, negative_slope=0.01):
     x = np.asarray(x)
-    return np.where(x < 0, x * negative_slope, x).astype(x.dtype)
+    out = np.where(x < 0, x * negative_slope, x)
+    if negative_slope < 0:
+        out = np.where(x == 0, 0.0, out)
+    return out.astype(x.dtype)
 
 
 @_quiet
@@ -1041,7 +1044,10 @@ def _reciprocal(x):
 
 
 def _leaky_relu(x, negative_slope):
-    return hl.select(x < _k(x, 0.0), x * _k(x, negative_slope), x)
+    res = hl.select(x < _k(x, 0.0), x * _k(x, negative_slope), x)
+    if negative_slope < 0:      # the result is >= 0 everywhere: -0.0 is +0.0 (as torch gives it)
+        res = hl.select(x == _k(x, 0.0), _k(x, 0.0), res)
+    return res
 
 
 def _clip_fn(x, min=None, max=None):  # noqa: A002
