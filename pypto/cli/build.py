@@ -4,14 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import dtype_option, param_option, parse_params
-
-
-def _nonempty(ctx, param, value):
-    # An empty -o wrote the library into the current folder (Path("") is ".").
-    if value is not None and not value.strip():
-        raise click.BadParameter("is empty; give the folder to write into, e.g. -o build/")
-    return value
+from .common import dtype_option, nonempty, param_option, parse_params
 
 
 @click.command()
@@ -33,7 +26,7 @@ def _nonempty(ctx, param, value):
 @click.option("--all-shapes", is_flag=True,
               help="One static library for any shape, dispatching to the nearest tuned schedule "
                    "(takes no --shape, --schedule or --format).")
-@click.option("-o", "--output", "out_dir", required=True, type=click.Path(), callback=_nonempty,
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(), callback=nonempty,
               help="Output folder.")
 def build(op_name, target, shape, dtype, params, formats, schedule_file, require_tuned, all_shapes,
           name, out_dir):

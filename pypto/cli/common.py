@@ -7,6 +7,17 @@ import click
 from ..errors import ParamError
 
 
+def nonempty(ctx, param, value):
+    """A click callback: a path or URL option given as an empty string is refused (``Path("")``
+    is the current folder: ``-o ""`` wrote there, ``--db ""`` read it, ``--storage ""`` fell back
+    to the default storage without a word). Takes a single value or a repeated option's tuple."""
+    for v in value if isinstance(value, tuple) else (value,):
+        if v is not None and not v.strip():
+            raise click.BadParameter("is empty; give a path" + (
+                "" if param.required else " (or leave the option out for its default)"))
+    return value
+
+
 def writable_file(ctx, param, value):
     """A click callback: ``value`` (a file to write at the end of a long run) must lie in a
     folder that exists and can be written, checked before the run rather than after it."""

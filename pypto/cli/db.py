@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import dtype_option, param_option, parse_params, shape_option, target_option
+from .common import dtype_option, nonempty, param_option, parse_params, shape_option, target_option
 
 
 def _dbs(paths):
@@ -55,7 +55,7 @@ def _unread(problems) -> None:
                    "every problem", err=True)
 
 
-db_option = click.option("--db", "dbs", multiple=True, type=click.Path(),
+db_option = click.option("--db", "dbs", multiple=True, type=click.Path(), callback=nonempty,
                          help="Database folder (repeatable; default: the search path).")
 
 
@@ -222,7 +222,8 @@ def diff_(a, b):
 
 @db.command("merge")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("-o", "--output", "dest", required=True, type=click.Path(), help="Destination folder.")
+@click.option("-o", "--output", "dest", required=True, type=click.Path(), callback=nonempty,
+              help="Destination folder.")
 def merge_(sources, dest):
     """Merge databases into DEST, keeping the faster entry per key."""
     from ..database.tools import merge
@@ -233,7 +234,7 @@ def merge_(sources, dest):
 
 @db.command("prune")
 @click.option("--dry-run", is_flag=True, help="Only report.")
-@click.option("--db", "dbs", multiple=True, type=click.Path(),
+@click.option("--db", "dbs", multiple=True, type=click.Path(), callback=nonempty,
               help="Database folder (repeatable; default: the search path without the shipped "
                    "schedules, which are pruned only when named here).")
 def prune_(dry_run, dbs):
@@ -258,7 +259,7 @@ def prune_(dry_run, dbs):
 @click.option("--op", "op_names", multiple=True,
               help="Only this op (repeatable; a name, FILE.py:NAME for an op of your own, or a "
                    "program's g_<hash>).")
-@click.option("--db", "dbs", multiple=True, type=click.Path(),
+@click.option("--db", "dbs", multiple=True, type=click.Path(), callback=nonempty,
               help="Database folder (repeatable; default: the search path without the shipped "
                    "schedules, which are checked only when named here).")
 @target_option
@@ -341,7 +342,7 @@ def _check_runs_here(target: str) -> None:
 @click.option("--autoscheduler", "names", multiple=True,
               type=click.Choice(["adams2019", "mullapudi2016", "li2018"]),
               help="Which (repeatable; default all three).")
-@click.option("--db", "dest", default=None, type=click.Path(),
+@click.option("--db", "dest", default=None, type=click.Path(), callback=nonempty,
               help="Database folder to write (default: the user database, as for pypto tune).")
 @click.option("--no-measure", is_flag=True, help="Store without timing.")
 def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_measure):

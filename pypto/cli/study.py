@@ -7,12 +7,12 @@ import json
 import click
 
 from ..errors import PyptoError
-from .common import writable_file
+from .common import nonempty, writable_file
 
 
 @click.command()
 @click.argument("match", nargs=-1)
-@click.option("--storage", default="pypto_tune.db", show_default=True,
+@click.option("--storage", default="pypto_tune.db", show_default=True, callback=nonempty,
               help="Optuna storage the tuner wrote (sqlite file or database URL).")
 @click.option("--plot", default=None, type=click.Path(dir_okay=False), callback=writable_file,
               help="Convergence chart (PNG): best found against trials and wall time.")

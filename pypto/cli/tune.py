@@ -15,7 +15,7 @@ import sys
 import click
 
 from ..errors import ParamError
-from .common import dtype_option, param_option, parse_params, target_option, writable_file
+from .common import dtype_option, nonempty, param_option, parse_params, target_option, writable_file
 
 
 def parse_duration(text: str | None) -> float | None:
@@ -109,8 +109,9 @@ def _check_registered(name, where: str) -> None:
 @click.option("--trials", default=50, show_default=True, type=int, callback=_positive_trials,
               help="Search trials per shape (baselines extra).")
 @click.option("--timeout", default=None, help="Wall-clock budget per shape: 90s, 15m, 1h.")
-@click.option("--storage", default=None, help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
-@click.option("--db", "db_dir", default=None, type=click.Path(),
+@click.option("--storage", default=None, callback=nonempty,
+              help="Optuna storage URL (default: sqlite file pypto_tune.db here).")
+@click.option("--db", "db_dir", default=None, type=click.Path(), callback=nonempty,
               help="Schedule database folder that receives winners [default: the user database, "
                    "$PYPTO_USER_SCHEDULES or ${XDG_DATA_HOME:-~/.local/share}/pypto/schedules, "
                    "which every later call reads].")
@@ -118,7 +119,7 @@ def _check_registered(name, where: str) -> None:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--n-jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Tuner processes on this study (they compile in parallel, measure one at a time).")
-@click.option("--suite", default=None, type=click.Path(exists=True),
+@click.option("--suite", default=None, type=click.Path(exists=True, dir_okay=False),
               help="JSON list of registered ops and shapes (no op files: a suite runs no code).")
 @click.option("--baselines", default="default,adams2019,mullapudi2016,li2018", show_default=True,
               help="Schedules measured first (comma list; 'none' for no autoschedulers).")
