@@ -174,7 +174,7 @@ def test_another_architecture_is_refused_where_this_machine_must_link_or_run(tmp
 
 @pytest.mark.parametrize("args, message", [
     (("ops", "--category", "nosuch"), r"no category 'nosuch'; the categories are .*linalg"),
-    (("tune", "softmax", "--trials", "-1"), r"-1 is not in the range x>=0"),
+    (("tune", "softmax", "--trials", "-1"), r"-1 trials is no search; give at least 1"),
     (("tune", "softmax", "--n-jobs", "0"), r"0 is not in the range x>=1"),
     (("profile", "softmax", "--shape", "R=8,R=9,C=8"), r"shape names R twice"),
     (("build", "--op", "softmax", "--target", "host,host"), r"are the same target"),
