@@ -22,7 +22,7 @@ from .common import dtype_option, nonempty, param_option, parse_params
               help="Use this schedule file instead of the database.")
 @click.option("--require-tuned", is_flag=True,
               help="Fail when the database has no schedule for it (with --all-shapes: no tuned shape).")
-@click.option("--name", default=None, help="C function name (default pypto_<op>).")
+@click.option("--name", default=None, callback=nonempty, help="C function name (default pypto_<op>).")
 @click.option("--all-shapes", is_flag=True,
               help="One static library for any shape, dispatching to the nearest tuned schedule "
                    "(takes no --shape, --schedule or --format).")

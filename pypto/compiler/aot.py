@@ -178,6 +178,9 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
             raise TargetError(f"targets {seen[str(t)]!r} and {given!r} are the same target "
                               f"({t}); name each once")
         seen[str(t)] = given
+    if not formats:
+        raise PyptoError(f"no output format given; choose from {', '.join(FORMATS)}")
+    _check_multitarget(tnames, tlist)
     dtypes = tuple(dtypes) if dtypes else op.dtypes[0]
     params = op.resolve_params(dict(params or {}))
     fn = function_name(name, op)
@@ -219,6 +222,25 @@ def build_op(op, *, target: str, out_dir: str | os.PathLike, dims: Mapping[str, 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return BuildResult(out_dir=out, files=moved, manifest=manifest, warnings=warnings)
+
+
+def _check_multitarget(tnames: list[str], tlist: list[hl.Target]) -> None:
+    """A multi-target library is one schedule (chosen for the first target) compiled for each
+    target, all of one architecture: what Halide cannot build is said before it tries (it said
+    "All Targets must have matching arch-bits-os", or that a GPU schedule needs a GPU feature)."""
+    if len(tlist) < 2:
+        return
+    first = tlist[0]
+    for given, t in zip(tnames[1:], tlist[1:]):
+        if (t.arch, t.bits, t.os) != (first.arch, first.bits, first.os):
+            raise TargetError(f"targets {tnames[0]!r} and {given!r} differ in architecture or OS; "
+                              "a multi-target library holds one architecture: build each "
+                              "separately (one --target each)")
+        if first.has_gpu_feature() and not t.has_gpu_feature():
+            raise TargetError(f"the schedule of a multi-target library is chosen for the first "
+                              f"target, {tnames[0]!r}, a GPU schedule that {given!r} cannot run; "
+                              f"name the CPU target first (--target {given},{tnames[0]}) or build "
+                              "each separately")
 
 
 def _emit(built, fn: str, tlist: list[hl.Target], formats, tmp: Path) -> list[Path]:
