@@ -543,7 +543,34 @@ def _gelu(x, approximate):
         # 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)): no cancellation for negative x.
         u = _k(x, math.sqrt(2.0 / math.pi)) * (xs + _k(x, 0.044715) * xs * xs * xs)
         return xs / (_k(x, 1.0) + _exp(-(u + u)))
-    return _k(x, 0.5) * xs * (_k(x, 1.0) + _erf(xs * _k(x, math.sqrt(0.5))))
+    t = _let("gelu_t", xs * _k(x, math.sqrt(0.5)))
+    body = _k(x, 0.5) * xs * (_k(x, 1.0) + _erf(t))
+    # 1.25 > -t >= 0.84375: erfc(-t) = (1 - erx) - P(s) / Q(s), s = -t - 1 (no cancellation)
+    s = _let("gelu_s", -t - _k(x, 1.0))
+    mid = _k(x, 0.5) * xs * (_k(x, 1.0 - _ERX) - _horner(s, _PA) / _horner(s, _QA))
+    body = hl.select(t < _k(x, -0.84375), mid, body)
+    return hl.select(xs < _k(x, -_GELU_TAIL), _gelu_tail(xs), body)
+
+
+# Below x = -_GELU_TAIL (erfc's argument a = -x / sqrt 2 above 1.25) 1 + erf(x / sqrt 2) cancels:
+# float32 lost all relative accuracy by x = -6. There x Phi(x) = 0.5 x erfc(a) with fdlibm's
+# erfc(a) = exp(-a**2 - 0.5625 + R/S(1/a**2)) / a, and 0.5 x / a = -1/sqrt 2.
+_GELU_TAIL = 1.25 * math.sqrt(2.0)
+
+
+def _gelu_tail(x):
+    x = _let("gelu_tail_x", hl.min(x, _k(x, -_GELU_TAIL)))
+    a = -x * _k(x, math.sqrt(0.5))
+    w = _let("gelu_tail_w", _k(x, 1.0) / (a * a))
+    first = a < _k(x, 1.0 / 0.35)
+    ratio = hl.select(first, _horner(w, _RA), _horner(w, _RB)) / \
+        hl.select(first, _horner(w, _SA), _horner(w, _SB))
+    # a**2 = x**2 / 2 with x = hi + (x - hi), hi of half the significand: hi**2 / 2 is exact, so
+    # the big exponent carries no rounding (one ulp of 100 is 8e-6 relative in float32)
+    mask = hl.u64(0xFFFFFFFF00000000) if _is64(x) else hl.u32(0xFFFFF000)
+    hi = _let("gelu_tail_hi", _from_bits(_as_bits(x) & mask, x))
+    small = _k(x, -0.5625) - (x - hi) * (x + hi) * _k(x, 0.5) + ratio
+    return _k(x, -math.sqrt(0.5)) * (_exp(-(hi * hi) * _k(x, 0.5)) * _exp(small))
 
 
 # -- sin and cos -----------------------------------------------------------------------------------
@@ -927,7 +954,9 @@ def _ref_gelu(x, approximate="none"):
         out = half * x * (one + np.tanh(c * (x + k * x ** 3)))
     else:   # NumPy has no erf: math.erf per element, in float64
         x64 = x.astype(np.float64)
-        out = (0.5 * x64 * (1.0 + _erf_np(x64 / np.sqrt(2.0)))).astype(x.dtype)
+        # 1 + erf(t) as erfc(-t): the sum cancels where x is very negative
+        t = -x64 / np.sqrt(2.0)
+        out = (0.5 * x64 * np.frompyfunc(math.erfc, 1, 1)(t).astype(np.float64)).astype(x.dtype)
     return np.where(np.isneginf(x), np.asarray(-0.0, x.dtype), out)
 
 
