@@ -363,11 +363,26 @@ def import_autoschedule_(op_name, shape, dtype, params, target, names, dest, no_
     t = targets.parse(target)
     from ..database.lookup import write_root
 
+    from ..errors import PyptoError
+
     out = DirectoryDatabase(dest or write_root())
-    for name in names or ("adams2019", "mullapudi2016", "li2018"):
-        e = import_autoschedule(op, dtype_signature(op, dtype), p, dims, name, t, out,
-                                measure=not no_measure)
+    chosen = names or ("adams2019", "mullapudi2016", "li2018")
+    failed = []
+    for name in chosen:
+        try:
+            e = import_autoschedule(op, dtype_signature(op, dtype), p, dims, name, t, out,
+                                    measure=not no_measure)
+        except PyptoError as err:
+            # One autoscheduler's unusable output stopped the others, and the message did not
+            # say whose output it was.
+            click.echo(f"{name}: not stored: {err}", err=True)
+            failed.append(name)
+            continue
         base = e.baselines.get("default")
         vs = f" (default {base:.3f} ms)" if base else ""
         click.echo(f"{name}: stored {e.key} in {out.path(op.name, e.key.family)}: "
                    f"{'not timed (--no-measure)' if e.time_ms is None else f'{e.time_ms:.3f} ms'}{vs}")
+    if failed:
+        raise PyptoError(f"{len(failed)} of {len(chosen)} autoschedulers gave no schedule to store "
+                         f"({', '.join(failed)}; reasons above){'; the others were stored' if len(failed) < len(chosen) else ''}; "
+                         "choose others with --autoscheduler, or tune instead (`pypto tune`)")
