@@ -114,6 +114,12 @@ def show(op_name, shape, dtype, params, target, as_python, dbs):
     name = op_name if op is None else op.name
     fam = targets.family(targets.parse(target))
     want = parse_shape(shape) if shape else None
+    unknown = [d for d in want or () if op is not None and d not in op.input_dims]
+    if unknown:     # said "no entries", as if the shape had been looked for
+        from ..errors import ShapeError
+
+        raise ShapeError(f"{op.name}: --shape names {', '.join(unknown)}, not a dim of this op; "
+                         f"its dims are {', '.join(op.input_dims)}")
     found, problems, unprintable = 0, [], 0
     for d in _dbs(dbs):
         problems += d.problems_of(name, fam)
