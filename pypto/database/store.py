@@ -33,6 +33,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -101,11 +102,26 @@ def validate_document(doc, where: str, part: str = "file") -> list[str]:
         if isinstance(ds, list) and len(ds) > LIMITS["directives"]:
             # Checked first: validating a million directives one by one would take minutes.
             return [f"{where}: {len(ds)} directives exceed the limit of {LIMITS['directives']}"]
-    problems = []
+    problems = [f"{where}: at {at}: {v} is not a finite number" for at, v in _non_finite(doc)][:20]
+    if problems:    # NaN passes every schema bound (all comparisons with it are false)
+        return problems
     for err in sorted(_validator(part).iter_errors(doc), key=lambda e: list(e.absolute_path))[:20]:
         path = "/".join(str(p) for p in err.absolute_path) or "(top)"
         problems.append(f"{where}: at {path}: {_short(err.message)}")
     return problems
+
+
+def _non_finite(node, at: str = "(top)"):
+    """(path, value) of each NaN or infinite float in a decoded document (an Entry made in
+    Python can hold them; a file cannot, as the strict reader refuses them)."""
+    if isinstance(node, float) and not math.isfinite(node):
+        yield at, node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from _non_finite(v, k if at == "(top)" else f"{at}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _non_finite(v, str(i) if at == "(top)" else f"{at}/{i}")
 
 
 def better(a: Entry, b: Entry) -> Entry:

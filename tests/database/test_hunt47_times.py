@@ -36,3 +36,15 @@ def test_a_commit_of_a_zero_time_writes_nothing(tmp_path):
     with pytest.raises(DatabaseError, match="time_ms"):
         db.commit([matmul_entry(16, 16, 16, time_ms=0.0)])
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("field", ["time_ms", "baseline"])
+def test_a_nan_time_is_refused_naming_the_file_and_entry(tmp_path, field):
+    """NaN passes every schema bound; it reached ``json.dumps`` and raised a bare ValueError."""
+    db = DirectoryDatabase(tmp_path)
+    e = matmul_entry(16, 16, 16, time_ms=float("nan") if field == "time_ms" else 1.0)
+    if field == "baseline":
+        e.baselines["default"] = float("nan")
+    with pytest.raises(DatabaseError, match=r"toy_matmul\.json: new entry .*not a finite number"):
+        db.commit([e])
+    assert not db.path("toy_matmul", e.key.family).exists()
