@@ -892,6 +892,24 @@ class JitFunction:
     def __get__(self, obj, objtype=None):
         return self if obj is None else _BoundJit(self, obj)
 
+    # The function's own defaults, read and set as on a plain function: set on the wrapper,
+    # ``f.__defaults__ = (5.0,)`` reached nothing and calls kept the old default.
+    @property
+    def __defaults__(self):
+        return self.fn.__defaults__
+
+    @__defaults__.setter
+    def __defaults__(self, value):
+        self.fn.__defaults__ = value
+
+    @property
+    def __kwdefaults__(self):
+        return self.fn.__kwdefaults__
+
+    @__kwdefaults__.setter
+    def __kwdefaults__(self, value):
+        self.fn.__kwdefaults__ = value
+
     def __call__(self, *args, **kwargs):
         from ..compiler import targets
 
