@@ -25,7 +25,7 @@ import math
 import halide as hl
 import numpy as np
 
-from ..errors import ParamError, ShapeError
+from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
 from ._consts import lit64
 from ._args import int_arg
@@ -127,6 +127,9 @@ def _histogram_frontend(x, bins=10, range=None):
     Values outside the range and NaN are not counted; the last bin includes its right edge."""
     name = "histogram"
     x = as_array(x, name, "x")
+    if x.dtype.name not in _HIST_DTYPES:    # (before the range is read: min() of strings raised)
+        raise DtypeError(f"{name}: argument 'x' has dtype {x.dtype.name}; expected "
+                         f"{' or '.join(sorted(_HIST_DTYPES))}")
     bins, lo, hi, edges, mode = _bins_and_range(x, bins, range)
     counts = histogram.kernel(x.reshape(-1), bins=bins, lo=lo, hi=hi, edges=mode)
     return counts, edges

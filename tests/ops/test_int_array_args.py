@@ -62,3 +62,10 @@ def test_cross_entropy_reduction_and_ignore_index_arrays():
         ops.cross_entropy(x, t, ignore_index=np.array([1, 2]))
     np.testing.assert_array_equal(ops.cross_entropy(x, t, ignore_index=np.int64(1)),
                                   ops.cross_entropy(x, t, ignore_index=1))
+
+
+def test_histogram_of_strings_is_a_dtype_error():
+    # min() of the strings ran before the dtype check: a raw NumPy UFuncNoLoopError
+    from pypto.errors import DtypeError
+    with pytest.raises(DtypeError, match="histogram: argument 'x' has dtype str32"):
+        ops.histogram(np.array(["a", "b"]))
