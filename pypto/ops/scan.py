@@ -394,7 +394,9 @@ def _logcumsumexp(x, *, dims):
 
     def first(ii, oo):
         x0 = _expr(x[ii, 0, oo])
-        return (x0, _ew._k(x0, 1.0), x0)
+        zero = _ew._k(x0, 0.0)
+        # log(exp(x0)) of -0.0 is +0.0, as every later step's m + log(s) and logsumexp give it
+        return (x0, _ew._k(x0, 1.0), hl.select(x0 == zero, zero, x0))
 
     run = _running("run", first, step, [t, t, t], dims)
     out = hl.Func("out")
@@ -403,7 +405,8 @@ def _logcumsumexp(x, *, dims):
 
 
 def _np_logcumsumexp(x, axis):
-    return np.logaddexp.accumulate(np.asarray(x), axis=axis)
+    out = np.logaddexp.accumulate(np.asarray(x), axis=axis)
+    return out + np.zeros((), out.dtype)         # the first element's -0.0 as +0.0 (log(exp(-0.0)))
 
 
 cumsum = _scan("cumsum", lambda a, b: a + b, lambda x, axis: np.cumsum(
