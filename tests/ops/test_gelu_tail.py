@@ -35,10 +35,6 @@ def test_gelu_gradient_matches_central_differences_near_zero_and_above():
     np.testing.assert_allclose(g, fd, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="pypto/autodiff/rules/elementwise.py gelu_grad forms the "
-                   "CDF as 0.5 * (1 + erf(x / sqrt 2)), which cancels below x ~ -4: the gradient "
-                   "is 1.2% off at x = -9 in float64 (Phi(x) is lost, only x phi(x) remains); "
-                   "0.5 * erfc(-x / sqrt 2) would keep it")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_gradient_keeps_relative_accuracy_in_the_tail(dtype):
     x = np.array([-12.0, -9.0, -6.5, -4.5, -3.0], dtype)

@@ -113,20 +113,28 @@ def _silu(x, y, dy, p):
     return dy * silu_grad(x)
 
 
-def gelu_grad(x, approximate="none"):
-    """d gelu / dx, erf form or (approximate="tanh") the tanh form."""
+def gelu_grad(x, approximate="none", y=None):
+    """d gelu / dx, erf form or (approximate="tanh") the tanh form; ``y`` is gelu(x) when the
+    caller has it.
+
+    The erf form is Phi(x) + x phi(x). Below x = -1, Phi(x) is gelu(x) / x: the op computes its
+    tail without cancelling, where 0.5 (1 + erf(x / sqrt 2)) lost every digit (the gradient was
+    3% off at x = -6 in float32, 1.2% at -9 in float64). The sum itself does not cancel there:
+    Phi(x) is about phi(x) / |x|, under a third of |x| phi(x)."""
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
         t = ops.tanh(k * (x + 0.044715 * x * x * x))
         return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x)
-    cdf = 0.5 * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+    if y is None:
+        y = ops.gelu(x)
+    cdf = ops.where(x < -1.0, y / x, 0.5 * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0)))))
     pdf = ops.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     return cdf + x * pdf
 
 
 @_unary("gelu")
 def _gelu(x, y, dy, p):
-    return dy * gelu_grad(x, p.get("approximate", "none"))
+    return dy * gelu_grad(x, p.get("approximate", "none"), y)
 
 
 @_unary("erf")
