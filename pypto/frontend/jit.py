@@ -22,7 +22,9 @@ import collections
 import dataclasses
 import functools
 import threading
+import types
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -494,6 +496,12 @@ class _Step:
         #: :func:`_find_scalars`), each as (path, key, value); the trace baked them in, so a
         #: replay checks they are unchanged (:func:`_scalars_moved`).
         self.scalars: list[tuple] = []
+        #: On a tree's root: the function's ``__defaults__`` and ``__kwdefaults__`` the trace
+        #: saw (a default it used is baked in; see :func:`_defaults_moved`), or None.
+        self.defaults: tuple | None = None
+        #: On a tree's root: the argument structure, when calls of this signature run op by op
+        #: (it has a zero-size array: no kernel to make, the eager ops give the empty results).
+        self.eager = None
 
 
 class _Recorder:
@@ -727,8 +735,10 @@ def _break_value(key) -> object:
 
 # -- arguments --------------------------------------------------------------------------------------
 
-def _flatten(tree, leaves: list, path=()):
-    """A hashable structure of ``tree`` with arrays replaced by their position in ``leaves``."""
+def _flatten(tree, leaves: list, path=(), objs: list | None = None):
+    """A hashable structure of ``tree`` with arrays replaced by their position in ``leaves``,
+    and instances of user classes (``self`` of a jitted method, a layer passed in) by their
+    class and state (:func:`_state_key`), the object itself appended to ``objs``."""
     if isinstance(tree, np.ndarray) or _is_array_like(tree):
         if type(tree) is not np.ndarray or not tree.dtype.isnative:
             # The eager ops' door: bytes swapped to native order (the kernels read raw bytes;
@@ -738,12 +748,12 @@ def _flatten(tree, leaves: list, path=()):
         return ("A", len(leaves) - 1)
     if isinstance(tree, (list, tuple)):
         kind = "L" if isinstance(tree, list) else "T"
-        return (kind, tuple(_flatten(x, leaves, path + (i,)) for i, x in enumerate(tree)))
+        return (kind, tuple(_flatten(x, leaves, path + (i,), objs) for i, x in enumerate(tree)))
     if isinstance(tree, dict):
         # In the dict's own order: sorted, the function saw {'b': x, 'a': y} as {'a': y,
         # 'b': x} (concat(list(d.values())) joined them the other way round), and keys of
         # mixed types ({1: x, 'a': y}) raised TypeError from sorted().
-        return ("D", tuple((k, _flatten(v, leaves, path + (k,))) for k, v in tree.items()))
+        return ("D", tuple((k, _flatten(v, leaves, path + (k,), objs)) for k, v in tree.items()))
     if type(tree) is float:
         # By bits: -0.0 == 0.0 shared a trace (x * -0.0 replayed x * 0.0), and NaN != NaN
         # made every call with a NaN a new signature (a recompile storm). (NumPy scalars are
@@ -753,6 +763,12 @@ def _flatten(tree, leaves: list, path=()):
         return ("C", tree.real.hex(), tree.imag.hex())
     if isinstance(tree, (bool, int, float, complex, str, type(None), np.generic)):
         return ("P", type(tree).__name__, tree)
+    if objs is not None and _by_state(tree):
+        # Not by identity: every new instance of a layer traced again (past recompile_limit:
+        # eagerly) and the cache kept each one alive. Its arrays are read again on each call
+        # (the trace's constants found through it), its other state is part of the key.
+        objs.append(tree)
+        return ("I", type(tree), _state_key(tree), len(objs) - 1)
     try:
         hash(tree)
     except TypeError:
@@ -776,16 +792,103 @@ def _is_array_like(x) -> bool:
     return hasattr(x, "__array_interface__") or type(x).__module__.partition(".")[0] == "torch"
 
 
-def _unflatten(struct, leaves):
+def _by_state(obj) -> bool:
+    """Whether ``obj`` is an instance keyed by its class and state: a user class's object with
+    its own attributes and identity equality (a class defining ``__eq__``/``__hash__`` keeps
+    them; functions, modules, classes and jitted functions are keyed as themselves)."""
+    t = type(obj)
+    got = _by_state_types.get(t)
+    if got is None:
+        if len(_by_state_types) > 1024:
+            _by_state_types.clear()
+        got = _by_state_types[t] = (t.__hash__ is object.__hash__ and t.__eq__ is object.__eq__
+                                    and _plain_object(obj) and not issubclass(t, JitFunction))
+    return got
+
+
+_by_state_types: dict[type, bool] = {}      # per class: the checks above read only the class
+
+
+#: How deep and wide :func:`_state_key` looks into an instance (``self.blocks[0].norm.eps``).
+_STATE_DEPTH = 4
+_STATE_WIDTH = 256
+
+
+class _Unkeyable(Exception):
+    """An instance's state that :func:`_state_key` cannot make a key of."""
+
+
+def _state_key(obj):
+    """A hashable snapshot of what a trace can read from an instance: its attributes, arrays by
+    shape, dtype and strides (a replay reads them again where the trace found them), numbers
+    by type and bits, strings, None and containers by value, nested instances the same way,
+    other objects (functions, classes) as themselves. None when it is too deep, too wide or
+    holds something unhashable: the instance is then keyed by identity (held weakly)."""
+    budget = [_STATE_WIDTH]
+    seen: set = set()
+
+    def walk(v, depth):
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _Unkeyable
+        t = type(v)
+        if t is np.ndarray:
+            return ("a", v.shape, v.dtype, v.strides)
+        if t is float:
+            return (t, v.hex())
+        if t in _PLAIN_VALUES:
+            return (t, v)
+        if isinstance(v, _NUMBERS):
+            return _number_key(v)
+        if depth <= 0 or id(v) in seen:
+            if id(v) in seen:
+                return ("cycle",)
+            raise _Unkeyable
+        if t in (list, tuple):
+            seen.add(id(v))
+            return (t, tuple(walk(x, depth - 1) for x in v))
+        if t is dict:
+            seen.add(id(v))
+            return (t, tuple((k, walk(x, depth - 1)) for k, x in v.items()))
+        if _by_state(v):
+            seen.add(id(v))
+            return ("i", t, tuple((k, walk(x, depth - 1)) for k, x in vars(v).items()))
+        if isinstance(v, types.MethodType):      # self.act = self.relu: not the instance itself
+            return ("m", v.__func__, walk(v.__self__, depth - 1))
+        try:
+            hash(v)
+        except TypeError:
+            raise _Unkeyable from None
+        return ("o", v)
+
+    seen.add(id(obj))
+    out = []
+    try:
+        for k, v in vars(obj).items():      # the common attributes first, without a call
+            t = type(v)
+            out.append((k, ("a", v.shape, v.dtype, v.strides) if t is np.ndarray else
+                        (t, v.hex()) if t is float else (t, v) if t in _PLAIN_VALUES else
+                        walk(v, _STATE_DEPTH)))
+    except _Unkeyable:
+        return None
+    return tuple(out)
+
+
+_PLAIN_VALUES = frozenset((str, type(None), bytes, bool, int))
+
+
+def _unflatten(struct, leaves, objs=()):
     kind = struct[0]
     if kind in ("A", "X"):
         return leaves[struct[1]]
+    if kind == "I":
+        return objs[struct[3]]
     if kind == "L":
-        return [_unflatten(s, leaves) for s in struct[1]]
+        return [_unflatten(s, leaves, objs) for s in struct[1]]
     if kind == "T":
-        return tuple(_unflatten(s, leaves) for s in struct[1])
+        return tuple(_unflatten(s, leaves, objs) for s in struct[1])
     if kind == "D":
-        return {k: _unflatten(s, leaves) for k, s in struct[1]}
+        return {k: _unflatten(s, leaves, objs) for k, s in struct[1]}
     if kind == "F":
         return float.fromhex(struct[1])
     if kind == "C":
@@ -822,11 +925,46 @@ def _signature(struct, leaves, target: str):
     return (struct, tuple((a.shape, a.dtype.str) for a in leaves), (target, _generation))
 
 
+def _unkeyed(struct) -> bool:
+    """Whether ``struct`` holds an instance whose state could not be made a key."""
+    kind = struct[0]
+    if kind == "I":
+        return struct[2] is None
+    if kind in ("L", "T"):
+        return any(_unkeyed(s) for s in struct[1])
+    if kind == "D":
+        return any(_unkeyed(s) for _, s in struct[1])
+    return False
+
+
+def _pinned_key(key: tuple, objs: list) -> tuple:
+    """``key`` for these very instances: by identity (the entry is dropped when one dies, see
+    :meth:`JitFunction._forget_with`); an object without weak references is held."""
+    ids = []
+    for o in objs:
+        try:
+            weakref.ref(o)
+            ids.append(id(o))
+        except TypeError:
+            ids.append(o)
+    return (*key, tuple(ids))
+
+
+def _all_found(steps: list, consts: list) -> bool:
+    """Whether every array a recorded path reads besides its arguments was found by name, or
+    holds one value (the ops make a Python number an array of one element: the numbers of an
+    instance are in its key)."""
+    refs = [r for st in steps for r in (*st.sources, *(st.result[1] if st.result else ()))]
+    wanted = {id(r[1]) for r in refs if r[0] in ("const", "np") and isinstance(r[1], np.ndarray)
+              and r[1].size > 1}
+    return wanted <= {id(c.array) for c in consts}
+
+
 def _explain_miss(old_keys, new_key) -> str:
     """Which guard failed: the closest earlier signature and what differs from it."""
     if not old_keys:
         return "first call"
-    struct, arrays, target = new_key
+    struct, arrays, target = new_key[:3]
     best = None
     for k in old_keys:
         diffs = []
@@ -836,7 +974,8 @@ def _explain_miss(old_keys, new_key) -> str:
             diffs.append("a gradient rule was defined or cleared since the trace "
                          "(def_gradient / clear_gradient)")
         if k[0] != struct:
-            diffs.append("argument structure or a static (non-array) argument changed: "
+            diffs.append(_struct_diff(k[0], struct) or
+                         "argument structure or a static (non-array) argument changed: "
                          f"{_short(k[0])} -> {_short(struct)}")
         if len(k[1]) == len(arrays):
             for i, (a, b) in enumerate(zip(k[1], arrays)):
@@ -849,6 +988,48 @@ def _explain_miss(old_keys, new_key) -> str:
         if best is None or len(diffs) < len(best):
             best = diffs
     return "; ".join(best or ["an unknown guard"])
+
+
+def _struct_diff(a, b, where: str = "the arguments") -> str | None:
+    """The first place two argument structures differ, in words (an instance's attribute by
+    name: ``argument #1 .scale changed from 2.0 to 3.0``); None when not found."""
+    if a == b:
+        return None
+    if a[0] == b[0] and a[0] in ("L", "T") and len(a[1]) == len(b[1]):
+        for i, (x, y) in enumerate(zip(a[1], b[1])):
+            sub = (("args", "kwargs")[i] if where == "the arguments" else f"{where}[{i}]")
+            if where == "args":
+                sub = f"argument #{i}"
+            got = _struct_diff(x, y, sub)
+            if got:
+                return got
+    if a[0] == b[0] == "D":
+        da, db = dict(a[1]), dict(b[1])
+        for k in da.keys() & db.keys():
+            got = _struct_diff(da[k], db[k], f"keyword {k!r}" if where == "kwargs"
+                               else f"{where}[{k!r}]")
+            if got:
+                return got
+    if a[0] == b[0] == "I" and a[1] is b[1] and a[2] is not None and b[2] is not None:
+        sa, sb = dict(a[2]), dict(b[2])
+        for k in sa.keys() | sb.keys():
+            if sa.get(k) != sb.get(k):
+                return (f"{where} ({a[1].__name__}) .{k} changed from "
+                        f"{_state_text(sa.get(k))} to {_state_text(sb.get(k))}")
+    return None
+
+
+def _state_text(v) -> str:
+    """A value of :func:`_state_key` as the user wrote it (numbers and strings), else short."""
+    if v is None:
+        return "(absent)"
+    if v[0] is float:
+        return repr(float.fromhex(v[1]))
+    if v[0] in (int, bool, str, type(None)) and len(v) == 2:
+        return repr(v[1])
+    if v[0] == "a":
+        return f"an array {np.dtype(v[2]).name}{list(v[1])}"
+    return _short(v, 60)
 
 
 def _short(x, limit=120) -> str:
@@ -864,6 +1045,13 @@ class JitFunction:
     def __init__(self, fn: Callable, *, fullgraph: bool = False,
                  recompile_limit: int = RECOMPILE_LIMIT, name: str | None = None,
                  fuse: bool = False):
+        # Above @staticmethod / @classmethod in a class body: the function inside, bound as
+        # they bind it (the instance was passed to a static method as its first argument, and a
+        # classmethod was refused as "not a function").
+        self._binds = "instance"
+        if isinstance(fn, (staticmethod, classmethod)):
+            self._binds = "class" if isinstance(fn, classmethod) else "nothing"
+            fn = fn.__func__
         _check_options("pypto.fuse" if fuse else "pypto.jit", fn, fullgraph, recompile_limit)
         functools.update_wrapper(self, fn)
         self.fn = fn
@@ -885,12 +1073,19 @@ class JitFunction:
         self._lock = threading.RLock()
         self._tracing: dict = {}      # signature -> the lock its trace holds
         self._limit_hit = False
+        #: Keys (of instances by state) whose trace read an array of the instance it could not
+        #: read again: those calls are keyed by the instances' identity (:func:`_pinned_key`).
+        self._pinned: set = set()
         # ``out=`` is the program's (its arrays written in place) unless the function has a
         # parameter of that name itself.
         self._owns_out = _owns_out(fn)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else _BoundJit(self, obj)
+        if self._binds == "instance":
+            return self if obj is None else _BoundJit(self, obj)
+        if self._binds == "class":
+            return _BoundJit(self, objtype if objtype is not None else type(obj))
+        return self
 
     # The function's own defaults, read and set as on a plain function: set on the wrapper,
     # ``f.__defaults__ = (5.0,)`` reached nothing and calls kept the old default.
@@ -935,14 +1130,17 @@ class JitFunction:
                 if not isinstance(out, _Miss) and out is not _MISS:
                     return out
         leaves: list[np.ndarray] = []
-        struct = _flatten((args, kwargs), leaves)
+        objs: list = []
+        struct = _flatten((args, kwargs), leaves, (), objs)
         key = _signature(struct, leaves, tname)
+        if objs and (key in self._pinned or _unkeyed(struct)):
+            key = _pinned_key(key, objs)
         with self._lock:
             root = self._cache.get(key)
             if root is not None and fast is not None:
                 self._fast[fast] = root
         if root is not None:
-            out = self._counted_replay(root, leaves, into, args)
+            out = self._counted_replay(root, leaves, into, args, objs)
             if isinstance(out, _Miss):
                 # An array the function reads by name is now another shape or dtype: trace
                 # again and keep only the new tree for this signature.
@@ -966,16 +1164,42 @@ class JitFunction:
                 with self._lock:
                     now = self._cache.get(key)
                 if now is not None and now is not root:
-                    out = self._counted_replay(now, leaves, into, args)
+                    out = self._counted_replay(now, leaves, into, args, objs)
                     if not isinstance(out, _Miss) and out is not _MISS:
                         return out
-                return self._trace(key, struct, leaves, reason, into)
+                return self._trace(key, struct, leaves, reason, into, objs)
         finally:
             with self._lock:        # threads waiting hold it already; later ones find the cache
                 if self._tracing.get(key) is gate:
                     del self._tracing[key]
 
-    def _counted_replay(self, root: _Step, leaves, into=None, args=()):
+    def _forget_with(self, key, objs) -> None:
+        """Drops the trace of ``key`` (keyed by the identity of ``objs``) when one of them dies:
+        the cache must not keep them alive, nor hand their trace to a later object that reuses
+        the address."""
+        me = weakref.ref(self)
+
+        def forget(_ref=None):
+            jf = me()
+            if jf is not None:
+                with jf._lock:
+                    jf._cache.pop(key, None)
+
+        for o in objs:
+            try:
+                weakref.finalize(o, forget)
+            except TypeError:       # no weak references (__slots__): kept, as a key holds it
+                pass
+
+    def _counted_replay(self, root: _Step, leaves, into=None, args=(), objs=()):
+        if root.eager is not None:
+            return self._eager(root.eager, leaves, into, objs)
+        d = root.defaults
+        if d is not None and (self.fn.__defaults__ is not d[0]
+                              or self.fn.__kwdefaults__ is not d[1]):
+            moved = _defaults_moved(root, self.fn)
+            if moved is not None:
+                return moved
         if root.scalars:
             moved = _scalars_moved(root.scalars, self.fn, args)
             if moved is not None:
@@ -990,7 +1214,9 @@ class JitFunction:
         return out
 
     # -- tracing ------------------------------------------------------------------------------
-    def _trace(self, key, struct, leaves, reason: str, into=None):
+    def _trace(self, key, struct, leaves, reason: str, into=None, objs=()):
+        if any(a.size == 0 for a in leaves):
+            return self._run_empty(key, struct, leaves, into, objs, "a zero-size array")
         if self.stats.traces >= self.recompile_limit:
             msg = (f"{self.name}: recompile limit ({self.recompile_limit}) reached; the last miss: "
                    f"{reason}. Further new signatures run eagerly (op by op). Raise it with "
@@ -999,9 +1225,16 @@ class JitFunction:
                 warnings.warn(msg, RuntimeWarning, stacklevel=3)
                 self._limit_hit = True
             self._miss(f"not traced (limit): {reason}")
-            return self._eager(struct, leaves, into)
+            return self._eager(struct, leaves, into, objs)
         try:
-            out = self._trace_once(key, struct, leaves, into)
+            out = self._trace_once(key, struct, leaves, into, objs)
+        except ShapeError as e:
+            if not _zero_size_refusal(e):
+                self._miss(f"{reason} (the trace raised ShapeError; not counted toward "
+                           f"recompile_limit)")
+                raise
+            # A zero-size value made inside (x[:0]): a kernel cannot be made for it.
+            return self._run_empty(key, struct, leaves, into, objs, "a zero-size value inside")
         except BaseException as e:
             # A trace that raised left nothing in the cache: it does not count toward
             # recompile_limit (three calls with a bad argument used up a limit of 3, and every
@@ -1014,15 +1247,26 @@ class JitFunction:
         GLOBAL.traces += 1
         return out
 
+    def _run_empty(self, key, struct, leaves, into, objs, what: str):
+        """Runs the call op by op, and every later call of its signature (the eager ops take
+        zero-size arrays and give empty results, and a reduction's identity, as NumPy does);
+        it does not count toward recompile_limit."""
+        root = _Step(None, [], [])
+        root.eager = struct
+        with self._lock:
+            self._cache[key] = root
+        self._miss(f"{what}: this signature runs op by op")
+        return self._eager(struct, leaves, into, objs)
+
     def _miss(self, text: str) -> None:
         with self._lock:
             self._misses.append(text)
             self._n_misses += 1
 
-    def _eager(self, struct, leaves, into=None):
+    def _eager(self, struct, leaves, into=None, objs=()):
         """The function run op by op on the arrays (no trace, nothing cached), its results
         written into ``out=`` when given."""
-        args, kwargs = _unflatten(struct, leaves)
+        args, kwargs = _unflatten(struct, leaves, objs)
         result = self.fn(*args, **kwargs)
         if into is None:
             return result
@@ -1036,7 +1280,7 @@ class JitFunction:
                 res_leaves[j] = o
         return _rebuild(res_struct, res_leaves)
 
-    def _trace_once(self, key, struct, leaves, into=None):
+    def _trace_once(self, key, struct, leaves, into=None, objs=()):
         ctx = T.TraceContext(fullgraph=self.fullgraph, name=self.name)
         token = T.activate(ctx)
         arg_nodes: dict[int, int] = {}
@@ -1050,7 +1294,7 @@ class JitFunction:
                                   argument=True)
                 arg_nodes[t.node.id] = i
                 tensors.append(t)
-            args, kwargs = _unflatten(struct, tensors)
+            args, kwargs = _unflatten(struct, tensors, objs)
             state = _instance_state((args, kwargs))
             try:
                 result = self.fn(*args, **kwargs)
@@ -1062,7 +1306,7 @@ class JitFunction:
                                       f"{e}") from None
                 raise
             except PyptoError as e:
-                raise _zero_size_note(self.name, _located(e), leaves) from None
+                raise _located(e) from None
             _refuse_stored(self.name, state)
             res_struct, res_leaves = _result_structure(result)
             _refuse_lazy(self.name, res_leaves)
@@ -1094,8 +1338,19 @@ class JitFunction:
         # out= has one entry per array of the result: traced values and NumPy arrays alike.
         end.result_specs = [(tuple(x.shape), np.dtype(x.dtype)) for x in res_leaves
                             if isinstance(x, (T.Tensor, np.ndarray))]
-        rec.steps[0].consts = _find_consts(rec.steps, self.fn, _unflatten(struct, leaves)[0])
-        rec.steps[0].scalars = _find_scalars(self.fn, _unflatten(struct, leaves)[0])
+        pos = _unflatten(struct, leaves, objs)[0]
+        rec.steps[0].consts = _find_consts(rec.steps, self.fn, pos)
+        rec.steps[0].scalars = _find_scalars(self.fn, pos)
+        if isinstance(self.fn, (types.FunctionType, types.MethodType)):
+            rec.steps[0].defaults = (self.fn.__defaults__, self.fn.__kwdefaults__)
+        if objs and len(key) == 3 and not _all_found(rec.steps, rec.steps[0].consts):
+            # It read an array it did not find by name (np.exp(self.w), made outside the
+            # traced ops): the trace holds that instance's value, so it is that instance's.
+            with self._lock:
+                self._pinned.add(key)
+            key = _pinned_key(key, objs)
+        if len(key) == 4:
+            self._forget_with(key, objs)
         self._link(key, rec.steps)
         outs = self._checked_out(into, end.result_specs) if into is not None else None
         vals = iter(computed)
@@ -1275,8 +1530,11 @@ class JitFunction:
         from ..compiler import targets
 
         leaves: list[np.ndarray] = []
-        struct = _flatten((args, kwargs), leaves)
+        objs: list = []
+        struct = _flatten((args, kwargs), leaves, (), objs)
         key = _signature(struct, leaves, str(targets.current()))
+        if objs and (key in self._pinned or _unkeyed(struct)):
+            key = _pinned_key(key, objs)
         lines = [f"jit function {self.name}: {self.stats.traces} trace(s), "
                  f"{self.stats.replays} replay(s), {len(self._cache)} signature(s)"]
         root = self._cache.get(key)
@@ -1538,6 +1796,8 @@ def _find_scalars(fn, args=()) -> list[tuple]:
             continue
         if isinstance(a, (np.ndarray, list, tuple, dict, str, bytes, type(None), *_NUMBERS)):
             continue     # arrays are arguments; containers and numbers are in the signature
+        if _by_state(a) and _state_key(a) is not None:
+            continue     # its numbers are in the signature too (see _flatten)
         out += [((("arg", i), step), _number_key(v), v) for step, v in _children(a)
                 if step[0] in ("attr", "item") and isinstance(v, _NUMBERS)]
     for _ in range(_FIND_DEPTH):
@@ -1592,6 +1852,36 @@ def _scalars_moved(scalars: list[tuple], fn, args=()) -> "_Miss | None":
                          f"holds the numbers it read by name; pass one that changes as an "
                          f"argument)")
     return None
+
+
+def _defaults_moved(root: _Step, fn) -> "_Miss | None":
+    """A :class:`_Miss` when ``fn``'s default arguments are not the ones its trace saw (they were
+    replaced: a replay gave the old default); None when only the tuple is new, its values the
+    same (then it is remembered, so the next call's check is two identity tests again)."""
+    now = (fn.__defaults__, fn.__kwdefaults__)
+    for was, new, what in zip(root.defaults, now, ("__defaults__", "__kwdefaults__")):
+        if was is new:
+            continue
+        old_items = () if was is None else tuple(was.items()) if isinstance(was, dict) else was
+        new_items = () if new is None else tuple(new.items()) if isinstance(new, dict) else new
+        if len(old_items) != len(new_items) or not all(
+                _same_default(a, b) for a, b in zip(old_items, new_items)):
+            return _Miss(f"the function's {what} changed from {_short(was, 60)} to "
+                         f"{_short(new, 60)}")
+    root.defaults = now
+    return None
+
+
+def _same_default(a, b) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b) or isinstance(a, np.ndarray):
+        return False
+    if isinstance(a, tuple):        # a (name, value) pair of __kwdefaults__, or a tuple default
+        return len(a) == len(b) and all(_same_default(x, y) for x, y in zip(a, b))
+    if isinstance(a, _NUMBERS):
+        return _number_key(a) == _number_key(b)
+    return _same_value(a, b)
 
 
 def _describe(path: tuple) -> str:
@@ -1687,18 +1977,9 @@ def _result_structure(result):
     return walk(result), leaves
 
 
-def _zero_size_note(name: str, e: PyptoError, leaves) -> PyptoError:
-    """``e`` naming the call's zero-size array and what to do, when ``e`` is an op's refusal of
-    a zero-size input inside the program. (The op's message names its own argument, in the
-    shape the op saw: ``sum(x, axis=0)`` of a [0, 3] array said "axis 1 ... in shape (3, 0)".)"""
-    empty = [(i, a.shape) for i, a in enumerate(leaves) if a.size == 0]
-    if not empty or not isinstance(e, ShapeError) or "zero-size" not in str(e):
-        return e
-    i, shape = empty[0]
-    return ShapeError(f"{name}: array #{i} of this call has shape {shape}; a traced program "
-                      f"makes kernels for its shapes, and they take no zero extents. Call it "
-                      f"with non-empty arrays, or run empty ones op by op through the plain "
-                      f"function ({name}.__wrapped__(...)). The op said: {e}")
+def _zero_size_refusal(e: ShapeError) -> bool:
+    """Whether ``e`` is an op's refusal of a zero-size value inside a traced program."""
+    return "zero-size" in str(e) and "traced program" in str(e)
 
 
 def _refuse_lazy(name: str, leaves) -> None:

@@ -847,7 +847,7 @@ def _index(t: Tensor, key) -> Tensor:
     flags = [k for k in key if isinstance(k, (bool, np.bool_))]
     if flags and not all(flags):
         raise ShapeError(f"indexing a Tensor with False at {user_frame()} gives an empty result; "
-                         "empty Tensors are not supported in a PyPTO program")
+                         "zero-size values are not supported inside a traced program")
     n_real = sum(1 for k in key if _consumes_axis(k))
     if n_real > t.ndim:
         raise ShapeError(f"too many indices for a Tensor of rank {t.ndim}: {key!r}")
@@ -898,8 +898,8 @@ def _index(t: Tensor, key) -> Tensor:
         side_by_side = places[-1] - places[0] + 1 == len(places)
         out_shape.insert(advanced[0][1] if side_by_side else 0, 1)
     if any(s == 0 for s in sizes):
-        raise ShapeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; empty "
-                         "Tensors are not supported in a PyPTO program")
+        raise ShapeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; zero-size "
+                         "values are not supported inside a traced program")
     out = t
     if tuple(sizes) != t.shape or any(s != 0 for s in starts) or any(s != 1 for s in steps):
         out = view(t, ("slice", tuple(starts), tuple(steps)), tuple(sizes))
