@@ -34,6 +34,7 @@ A real value ``v`` is represented by the integer ``q`` with ``v ~= (q - zero_poi
 from __future__ import annotations
 
 import math
+import operator
 
 import halide as hl
 import numpy as np
@@ -58,9 +59,12 @@ def _scale(name, arg, v):
 
 
 def _int(name, arg, v):
-    if isinstance(v, bool) or not hasattr(v, "__index__"):
+    if isinstance(v, (bool, np.bool_)) or not hasattr(v, "__index__"):
         raise ParamError(f"{name}: parameter '{arg}' expects an int, got {v!r}")
-    return int(v)
+    try:
+        return operator.index(v)   # (int() of an array of two raised a raw TypeError)
+    except TypeError:
+        raise ParamError(f"{name}: parameter '{arg}' expects an int, got {v!r}") from None
 
 
 def _qbounds(name, zero_point, quant_min, quant_max):
