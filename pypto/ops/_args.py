@@ -38,29 +38,39 @@ def int_arg(name: str, arg: str, value, low: int | None = None, high: int | None
     return v
 
 
+def int_seq(name: str, arg: str, value, n: int, low: int | None = None,
+            high: int | None = None, want: str | None = None) -> tuple[int, ...]:
+    """An int (used ``n`` times) or a sequence of ``n`` ints (a tuple, list or 1-D int array),
+    each in [low, high], as a tuple; a ParamError otherwise, saying it wanted ``want``."""
+    want = want or ("an int" if n == 1 else f"an int or a sequence of {n} ints")
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = tuple(value.tolist())
+    elif isinstance(value, np.ndarray) and value.ndim > 1:
+        raise ParamError(f"{name}: '{arg}' must be {want}, got {_shown(value)}")
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+    if len(items) != n:
+        raise ParamError(f"{name}: '{arg}' must be {want}, got {value!r}")
+    out = []
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not hasattr(v, "__index__"):
+            raise ParamError(f"{name}: '{arg}' must be {want}, got {_shown(value)}")
+        try:
+            v = operator.index(v)      # (int() of an array raised a raw TypeError, or truncated)
+        except TypeError:
+            raise ParamError(f"{name}: '{arg}' must be {want}, got {_shown(value)}") from None
+        if low is not None and v < low or high is not None and v > high:
+            bound = (f"in [{low}, {high}]" if low is not None and high is not None
+                     else f">= {low}" if low is not None else f"<= {high}")
+            raise ParamError(f"{name}: '{arg}' must be {bound}, got {value!r}")
+        out.append(v)
+    return tuple(out)
+
+
 def int_pair(name: str, arg: str, value, low: int | None = None,
              high: int | None = None) -> tuple[int, int]:
     """An int (used twice) or a pair of ints (a tuple, list or 1-D int array of two), each in
     [low, high]; a ParamError otherwise."""
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        value = tuple(value.tolist())
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ParamError(f"{name}: '{arg}' must be an int or a pair of ints, got {value!r}")
-        items = value
-    elif isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ParamError(f"{name}: '{arg}' must be an int or a pair of ints, got "
-                         f"{_shown(value)}")
-    else:
-        items = (value, value)
-    try:
-        return tuple(int_arg(name, arg, v, low, high) for v in items)  # type: ignore[return-value]
-    except ParamError as e:
-        if "must be an int," in str(e):
-            raise ParamError(f"{name}: '{arg}' must be an int or a pair of ints, got "
-                             f"{_shown(value) if not isinstance(value, tuple) else value!r}"
-                             ) from None
-        raise
+    return int_seq(name, arg, value, 2, low, high, "an int or a pair of ints")  # type: ignore
 
 
 def choice(name: str, arg: str, value, allowed) -> str:

@@ -24,13 +24,13 @@ reduction predicate) instead of multiplying the zeros of a zero-stuffed input.
 from __future__ import annotations
 
 import itertools
-import operator
 
 import halide as hl
 import numpy as np
 
 from ..errors import DtypeError, ParamError, ShapeError
 from ..runtime import as_array
+from ._args import int_seq
 from ._op import Param, op
 from .nn import MAX_GROUPS, MAX_WINDOW, padding_by_name
 from .nn import out_size as conv_out
@@ -47,26 +47,7 @@ _AXES = {1: (("L", "K", "OL", ""),),
 # -- argument helpers (shared with pool) -------------------------------------------------------------
 def ntuple(value, n: int, op_name: str, arg: str, low: int) -> tuple[int, ...]:
     """An int or a sequence of ``n`` ints, each at least ``low``, as a tuple of ``n`` ints."""
-    want = f"an int or a sequence of {n} ints" if n > 1 else "an int"
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        value = tuple(value.tolist())      # sizes computed with NumPy: a list, as the caller meant
-    elif isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ParamError(f"{op_name}: '{arg}' must be {want}, got an array of shape {value.shape}")
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
-    if len(items) != n:
-        raise ParamError(f"{op_name}: '{arg}' must be {want}, got {value!r}")
-    out = []
-    for v in items:
-        if isinstance(v, (bool, np.bool_)) or not hasattr(v, "__index__"):
-            raise ParamError(f"{op_name}: '{arg}' must be {want}, got {value!r}")
-        try:
-            v = operator.index(v)     # (int() of an array raised a raw TypeError, or truncated)
-        except TypeError:
-            raise ParamError(f"{op_name}: '{arg}' must be {want}, got {value!r}") from None
-        if v < low:
-            raise ParamError(f"{op_name}: '{arg}' must be >= {low}, got {value!r}")
-        out.append(v)
-    return tuple(out)
+    return int_seq(op_name, arg, value, n, low)
 
 
 def batched(value, nsp: int, op_name: str, names: str):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ParamError, ShapeError
 from ..runtime import as_array
+from ._args import int_pair
 from ._consts import lit
 from ._op import Param, op
 from .elementwise import kernel_exp
@@ -25,23 +26,7 @@ _FLOATS = ["float32", "float64"]
 # -- shared helpers --------------------------------------------------------------------------------
 def _pair(value, op_name: str, arg: str, low: int) -> tuple[int, int]:
     """An int or a pair of ints (rows, columns), each at least ``low``."""
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        value = tuple(value.tolist())      # (int() of a 2-element array was a raw TypeError)
-    elif isinstance(value, np.ndarray) and value.ndim > 1:
-        raise ParamError(f"{op_name}: '{arg}' must be an int or a pair of ints, got an array of "
-                         f"shape {value.shape}")
-    items = tuple(value) if isinstance(value, (tuple, list)) else (value, value)
-    if len(items) != 2:
-        raise ParamError(f"{op_name}: '{arg}' must be an int or a pair of ints, got {value!r}")
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not hasattr(v, "__index__"):
-            raise ParamError(f"{op_name}: '{arg}' must be an int or a pair of ints, got {value!r}")
-        v = int(v)
-        if v < low:
-            raise ParamError(f"{op_name}: '{arg}' must be >= {low}, got {value!r}")
-        out.append(v)
-    return out[0], out[1]
+    return int_pair(op_name, arg, value, low)
 
 
 def _image(value, op_name: str, arg: str = "x") -> tuple[np.ndarray, bool]:
