@@ -18,7 +18,8 @@ from .errors import (ArgumentError, CompileError, DatabaseError, DtypeError, Exe
                      GraphBreakError, InputError, NotDifferentiableError, OpDefinitionError,
                      ParamError, PerformanceWarning, PyptoError,
                      RecompileLimitError, ScheduleError, ShapeError,
-                     StaleScheduleError, TargetError, TraceError, UnknownOpError)
+                     StaleScheduleError, TargetError, TraceError, UnknownOpError,
+                     ZeroSizeError)
 from .frontend import (Tensor, check_graph, cond, fuse, jit, register_op, spec,
                        target_specific, tune)
 from .infra.pool import memory_policy
@@ -32,7 +33,7 @@ __all__ = [
     "ArgumentError", "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
     "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
     "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
-    "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "__version__",
+    "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "ZeroSizeError", "__version__",
     "add_schedule_path", "check_graph", "cond", "constant", "def_gradient", "explain", "fuse", "get_op",
     "grad", "jit", "list_ops", "memory_policy", "nn", "op", "ops", "profile", "register_op", "spec",
     "target", "target_specific", "tune", "value_and_grad", "vjp",

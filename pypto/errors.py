@@ -25,6 +25,11 @@ class ShapeError(InputError, ValueError):
     """An array has the wrong rank, a zero-size dimension, or dims that disagree with another input."""
 
 
+class ZeroSizeError(ShapeError):
+    """A value of a traced program would have no elements: no kernel is made for one, and
+    ``pypto.jit`` runs such a call op by op instead (the eager ops give NumPy's empty results)."""
+
+
 class ParamError(InputError, ValueError):
     """A scalar parameter has an unsupported value."""
 

@@ -12,7 +12,7 @@ def test_public_api_is_pinned():
         "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
         "Param", "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",
-        "UnknownOpError", "__version__", "add_schedule_path", "check_graph", "cond", "constant",
+        "UnknownOpError", "ZeroSizeError", "__version__", "add_schedule_path", "check_graph", "cond", "constant",
         "def_gradient", "explain", "fuse", "get_op", "grad", "jit", "list_ops", "memory_policy",
         "nn", "op", "ops",
         "profile", "register_op", "spec",

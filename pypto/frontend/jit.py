@@ -30,7 +30,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import (DtypeError, GraphBreakError, ParamError, PerformanceWarning, PyptoError,
-                      ScheduleError, ScheduleTooLongError, ShapeError, TraceError)
+                      ScheduleError, ScheduleTooLongError, ShapeError, TraceError,
+                      ZeroSizeError)
 from ..runtime import as_array
 from . import tensor as T
 from .graph import Graph, GraphOp, dom
@@ -1228,11 +1229,7 @@ class JitFunction:
             return self._eager(struct, leaves, into, objs)
         try:
             out = self._trace_once(key, struct, leaves, into, objs)
-        except ShapeError as e:
-            if not _zero_size_refusal(e):
-                self._miss(f"{reason} (the trace raised ShapeError; not counted toward "
-                           f"recompile_limit)")
-                raise
+        except ZeroSizeError:
             # A zero-size value made inside (x[:0]): a kernel cannot be made for it.
             return self._run_empty(key, struct, leaves, into, objs, "a zero-size value inside")
         except BaseException as e:
@@ -1975,11 +1972,6 @@ def _result_structure(result):
         return ("X", len(leaves) - 1)
 
     return walk(result), leaves
-
-
-def _zero_size_refusal(e: ShapeError) -> bool:
-    """Whether ``e`` is an op's refusal of a zero-size value inside a traced program."""
-    return "zero-size" in str(e) and "traced program" in str(e)
 
 
 def _refuse_lazy(name: str, leaves) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PyptoError, ShapeError, TraceError
+from ..errors import PyptoError, ShapeError, TraceError, ZeroSizeError
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NP_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -846,7 +846,7 @@ def _index(t: Tensor, key) -> Tensor:
                          "or give a Python int (int(i)) or a slice")
     flags = [k for k in key if isinstance(k, (bool, np.bool_))]
     if flags and not all(flags):
-        raise ShapeError(f"indexing a Tensor with False at {user_frame()} gives an empty result; "
+        raise ZeroSizeError(f"indexing a Tensor with False at {user_frame()} gives an empty result; "
                          "zero-size values are not supported inside a traced program")
     n_real = sum(1 for k in key if _consumes_axis(k))
     if n_real > t.ndim:
@@ -898,7 +898,7 @@ def _index(t: Tensor, key) -> Tensor:
         side_by_side = places[-1] - places[0] + 1 == len(places)
         out_shape.insert(advanced[0][1] if side_by_side else 0, 1)
     if any(s == 0 for s in sizes):
-        raise ShapeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; zero-size "
+        raise ZeroSizeError(f"the slice {key!r} of a Tensor of shape {t.shape} is empty; zero-size "
                          "values are not supported inside a traced program")
     out = t
     if tuple(sizes) != t.shape or any(s != 0 for s in starts) or any(s != 1 for s in steps):

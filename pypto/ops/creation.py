@@ -23,7 +23,7 @@ import math
 import halide as hl
 import numpy as np
 
-from ..errors import ParamError, ShapeError
+from ..errors import ParamError, ShapeError, ZeroSizeError
 from .. import runtime as _rt
 from ..runtime import as_array
 from ._op import Param, op
@@ -236,7 +236,7 @@ def _arange_frontend(start, stop=None, step=1, dtype=None):
     if n < 1:
         if not _in_trace():
             return np.empty(0, dt)            # no elements, as np.arange(0)
-        raise ParamError(f"arange: start={start}, stop={stop}, step={step} give no elements "
+        raise ZeroSizeError(f"arange: start={start}, stop={stop}, step={step} give no elements "
                          f"(zero-size arrays are not supported inside a traced program)")
     se = np.array([start, step], np.float64 if np.dtype(dt).kind == "f" else np.int64)
     return arange.kernel(se.astype(dt), n=_int("arange", "length", n, low=1))

@@ -35,7 +35,7 @@ import halide as hl
 import numpy as np
 
 from .. import runtime as _rt
-from ..errors import DtypeError, ParamError, ShapeError
+from ..errors import DtypeError, ParamError, ShapeError, ZeroSizeError
 from ..runtime import as_array, as_traced, pending_out, traced
 from ._consts import fill
 from ._op import Param, op
@@ -317,7 +317,7 @@ def _split_frontend(x, indices_or_sections, axis=0):
     shapes = [x.shape[:ax] + (stop - start,) + x.shape[ax + 1:] for start, stop in bounds]
     if traced([x]):
         if any(stop == start for start, stop in bounds):
-            raise ShapeError("split: an empty piece cannot be part of a traced program")
+            raise ZeroSizeError("split: an empty piece cannot be part of a traced program")
         return tuple(_along(split, x, ax, stop - start, start=start, length=stop - start)
                      for start, stop in bounds)
     # With out= (or a NumPy array inside a trace): each piece is a block of columns of the
