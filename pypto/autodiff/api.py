@@ -85,8 +85,10 @@ def _program(fn, mode: str, argnums, says: str | None = None) -> JitFunction:
         # No recompile limit: past it a jitted function runs its new signatures op by op, but
         # a backward exists only as a trace (the ninth shape of a grad was refused with
         # "argument #0 is ndarray, not an array").
+        # A zero-size argument is refused by name: run op by op, as jit runs one, the function
+        # would meet arrays where it differentiates traced values.
         prog = per_fn[key] = JitFunction(program, fullgraph=True, name=f"{mode}_{label}",
-                                         recompile_limit=sys.maxsize)
+                                         recompile_limit=sys.maxsize, empty_op_by_op=False)
     return prog
 
 

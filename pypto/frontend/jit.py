@@ -1045,7 +1045,7 @@ class JitFunction:
 
     def __init__(self, fn: Callable, *, fullgraph: bool = False,
                  recompile_limit: int = RECOMPILE_LIMIT, name: str | None = None,
-                 fuse: bool = False):
+                 fuse: bool = False, empty_op_by_op: bool = True):
         # Above @staticmethod / @classmethod in a class body: the function inside, bound as
         # they bind it (the instance was passed to a static method as its first argument, and a
         # classmethod was refused as "not a function").
@@ -1079,6 +1079,9 @@ class JitFunction:
         self._pinned: set = set()
         # ``out=`` is the program's (its arrays written in place) unless the function has a
         # parameter of that name itself.
+        #: A call with a zero-size value runs op by op (False: refused, naming the array; a
+        #: gradient program exists only as a trace).
+        self._empty_op_by_op = empty_op_by_op
         self._owns_out = _owns_out(fn)
 
     def __get__(self, obj, objtype=None):
@@ -1217,6 +1220,11 @@ class JitFunction:
     # -- tracing ------------------------------------------------------------------------------
     def _trace(self, key, struct, leaves, reason: str, into=None, objs=()):
         if any(a.size == 0 for a in leaves):
+            if not self._empty_op_by_op:
+                i, shape = next((i, a.shape) for i, a in enumerate(leaves) if a.size == 0)
+                raise ShapeError(f"{self.name}: array #{i} of this call has shape {shape}; this "
+                                 f"program exists only as a trace, made for its shapes, and they "
+                                 f"take no zero extents: call it with non-empty arrays")
             return self._run_empty(key, struct, leaves, into, objs, "a zero-size array")
         if self.stats.traces >= self.recompile_limit:
             msg = (f"{self.name}: recompile limit ({self.recompile_limit}) reached; the last miss: "
@@ -1231,6 +1239,10 @@ class JitFunction:
             out = self._trace_once(key, struct, leaves, into, objs)
         except ZeroSizeError:
             # A zero-size value made inside (x[:0]): a kernel cannot be made for it.
+            if not self._empty_op_by_op:
+                self._miss(f"{reason} (the trace raised ZeroSizeError; not counted toward "
+                           f"recompile_limit)")
+                raise
             return self._run_empty(key, struct, leaves, into, objs, "a zero-size value inside")
         except BaseException as e:
             # A trace that raised left nothing in the cache: it does not count toward
