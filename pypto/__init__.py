@@ -14,7 +14,7 @@ from .bench.profile import profile
 from .compiler.targets import target
 from .database import add_path as add_schedule_path
 from .database import explain
-from .errors import (ArgumentError, CompileError, DatabaseError, DtypeError, ExecutionError, FusionError,
+from .errors import (ArgumentError, CompileError, DatabaseError, DatabaseWarning, DtypeError, ExecutionError, FusionError,
                      GraphBreakError, InputError, NotDifferentiableError, OpDefinitionError,
                      ParamError, PerformanceWarning, PyptoError,
                      RecompileLimitError, ScheduleError, ShapeError,
@@ -30,7 +30,7 @@ from .schedule.directives import Directive
 from .schedule.schedule import Schedule
 
 __all__ = [
-    "ArgumentError", "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
+    "ArgumentError", "CompileError", "DatabaseError", "DatabaseWarning", "Directive", "DtypeError", "ExecutionError", "FusionError",
     "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError", "Param",
     "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError", "ShapeError",
     "StaleScheduleError", "TargetError", "Tensor", "TraceError", "UnknownOpError", "ZeroSizeError", "__version__",

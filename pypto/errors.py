@@ -100,6 +100,11 @@ class NotDifferentiableError(PyptoError, TypeError):
     """A gradient was asked through an op or argument that has none."""
 
 
+class DatabaseWarning(UserWarning):
+    """A database file was changed to keep a write from losing data (a corrupt file moved
+    aside). The message names both files and how to merge a repaired one back."""
+
+
 class PerformanceWarning(UserWarning):
     """Something ran, correctly, but slower than it should: a traced program fell back to its
     safe default schedule. The message names why and what to do."""

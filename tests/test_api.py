@@ -8,7 +8,7 @@ import pypto
 
 def test_public_api_is_pinned():
     assert sorted(pypto.__all__) == sorted([
-        "ArgumentError", "CompileError", "DatabaseError", "Directive", "DtypeError", "ExecutionError", "FusionError",
+        "ArgumentError", "CompileError", "DatabaseError", "DatabaseWarning", "Directive", "DtypeError", "ExecutionError", "FusionError",
         "GraphBreakError", "InputError", "NotDifferentiableError", "Op", "OpDefinitionError",
         "Param", "ParamError", "PerformanceWarning", "PyptoError", "RecompileLimitError", "Schedule", "ScheduleError",
         "ShapeError", "StaleScheduleError", "TargetError", "Tensor", "TraceError",

@@ -39,7 +39,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ..errors import DatabaseError
+from ..errors import DatabaseError, DatabaseWarning
 from ..infra.jsonio import dumps, strict_loads
 from ..schedule.directives import LIMITS
 from .entry import FAMILY_RE, FORMAT, OP_RE, Entry, Key
@@ -57,8 +57,6 @@ CORRUPT_HINT = ("; restore it (from version control or a backup) or remove it: t
                 "to it moves it aside as <name>.corrupt-<time> and starts a fresh file")
 
 
-class DatabaseWarning(UserWarning):
-    """A database file was changed to keep a write from losing data (a corrupt file moved aside)."""
 
 
 @functools.lru_cache(maxsize=2)

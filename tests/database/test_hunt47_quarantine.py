@@ -9,7 +9,7 @@ import pytest
 
 from dbhelpers import matmul_entry
 from pypto.database import DirectoryDatabase
-from pypto.database.store import DatabaseWarning
+from pypto import DatabaseWarning
 from pypto.errors import DatabaseError
 
 CORRUPT = {
